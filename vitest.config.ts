@@ -1,0 +1,20 @@
+import { defineConfig } from "vitest/config"
+
+// One project per package so `vitest run --project storage` runs one package's suite.
+// Suites that need Postgres or Redis fail (not skip) when CI is set; see
+// packages/storage/src/testing/Services.ts.
+export default defineConfig({
+  test: {
+    projects: ["packages/storage", "packages/sse", "packages/gateway", "deploy"].map((dir) => ({
+      extends: true,
+      test: {
+        name: dir.split("/").pop()!,
+        root: dir,
+        include: ["test/**/*.test.ts"]
+      }
+    })),
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    reporters: ["default"]
+  }
+})
