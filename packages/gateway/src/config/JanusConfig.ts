@@ -1,0 +1,215 @@
+/**
+ * The gateway's configuration: every environment variable Janus reads, in one
+ * place, validated at start.
+ *
+ * **Rules**
+ *
+ * - Every variable is read through effect `Config` (so a test swaps the
+ *   `ConfigProvider`, never `process.env`), parsed on its own, and every
+ *   mistake is reported at once, one line each: the variable, the bad value
+ *   (masked when the variable is a secret) and what is expected.
+ * - An unknown `JANUS_*` variable is a warning, not an error: it is most often
+ *   a typo of a real one, so the warning names the closest known variable.
+ * - Defaults serve one developer machine: embedded database under `./.janus`,
+ *   listening on 127.0.0.1:8080, no Redis.
+ *
+ * `VARIABLES` is the list that deploy manifests and docs are checked against.
+ *
+ * @since 0.1.0
+ */
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import * as Settings from "./Settings.ts"
+
+/** One environment variable: its parser, default, and whether its value is secret. */
+interface Variable<A> {
+  readonly parse: Settings.Parser<A>
+  readonly default: A
+  readonly secret?: boolean
+  readonly doc: string
+}
+
+const variable = <A>(parse: Settings.Parser<A>, defaultValue: A, doc: string, secret = false): Variable<A> => ({
+  parse,
+  default: defaultValue,
+  secret,
+  doc
+})
+
+const optional = <A>(parse: Settings.Parser<A>, doc: string, secret = false): Variable<Option.Option<A>> =>
+  variable((raw) => Result.map(parse(raw), Option.some), Option.none(), doc, secret)
+
+/**
+ * Every variable Janus reads. The key is the environment variable's name.
+ */
+export const VARIABLES = {
+  JANUS_HOST: variable(Settings.host, "127.0.0.1", "Address to listen on"),
+  JANUS_PORT: variable(Settings.port, 8080, "Port to listen on"),
+  JANUS_HOME: variable(
+    Settings.text,
+    ".janus",
+    "Directory of the embedded database (data/) and its master key (master.key)"
+  ),
+  JANUS_MASTER_KEY: optional(
+    Settings.key32,
+    "AES-256-GCM key for secrets (32 bytes, base64); the embedded mode creates JANUS_HOME/master.key when unset",
+    true
+  ),
+  JANUS_MASTER_KEY_PREVIOUS: variable(
+    Settings.key32List,
+    [],
+    "Keys secrets were sealed with before a rotation (comma-separated); they still open old secrets",
+    true
+  ),
+  JANUS_SHUTDOWN_TIMEOUT: variable(Settings.duration(), Duration.seconds(20), "How long a drain may take on SIGTERM"),
+  JANUS_ALLOWED_ORIGINS: variable(Settings.list, [], "Extra Origins allowed on /mcp (comma-separated)"),
+  JANUS_DEMO: variable(Settings.boolean, false, "Seed a demo downstream and endpoints on start"),
+  LOG_LEVEL: variable(
+    Settings.oneOf(["trace", "debug", "info", "warn", "error", "fatal"]),
+    "info",
+    "Minimum log level"
+  ),
+  DATABASE_URL: optional(Settings.url(["postgres", "postgresql"]), "Postgres URL; unset means embedded", true),
+  DB_MAX_OPEN_CONNS: variable(Settings.int(1, 1_000), 15, "Postgres pool size per instance"),
+  DB_IDLE_TIMEOUT: variable(Settings.duration(), Duration.minutes(5), "Idle time before a pooled connection closes"),
+  DB_CONN_MAX_LIFETIME: variable(Settings.duration(), Duration.minutes(30), "Lifetime of a pooled connection"),
+  REDIS_URL: optional(Settings.url(["redis", "rediss"]), "Redis URL for global limits, breakers and caches", true),
+  CONFIG_CACHE_TTL: variable(Settings.duration(), Duration.seconds(5), "Config and client-token cache TTL"),
+  SECRET_CACHE_TTL: variable(Settings.duration(), Duration.seconds(30), "Secret cache TTL"),
+  RESPONSE_CACHE_TTL: variable(
+    Settings.duration(),
+    Duration.zero,
+    "Response cache TTL for idempotent GET tools; 0 is off"
+  ),
+  MCP_MAX_CONCURRENT_CALLS: variable(Settings.int(1, 100_000), 200, "Concurrent tools/call cap; the excess is shed")
+} as const
+
+type Variables = typeof VARIABLES
+
+/** The validated configuration. */
+export type JanusSettings = { readonly [K in keyof Variables]: Variables[K]["default"] }
+
+/** One mistake in the environment. */
+export class InvalidVariable extends Schema.Class<InvalidVariable>("InvalidVariable")({
+  name: Schema.String,
+  value: Schema.String,
+  expected: Schema.String
+}) {
+  get line(): string {
+    return `${this.name}=${this.value}: expected ${this.expected}`
+  }
+}
+
+/** The environment has one or more mistakes; the message lists them all. */
+export class InvalidConfiguration extends Schema.TaggedError<InvalidConfiguration>()("InvalidConfiguration", {
+  problems: Schema.Array(InvalidVariable)
+}) {
+  override get message(): string {
+    return `Invalid configuration (${this.problems.length} problem${this.problems.length === 1 ? "" : "s"}):\n` +
+      this.problems.map((p) => `  - ${p.line}`).join("\n")
+  }
+}
+
+const mask = (raw: string): string => raw === "" ? "(empty)" : `(${raw.length} characters, hidden)`
+const show = (raw: string): string => raw === "" ? "(empty)" : JSON.stringify(raw)
+
+/**
+ * Reads and validates every variable. Fails with all mistakes at once.
+ */
+export const load: Effect.Effect<JanusSettings, InvalidConfiguration> = Effect.gen(function*() {
+  const problems: Array<InvalidVariable> = []
+  const settings: Record<string, unknown> = {}
+  for (const [name, v] of Object.entries(VARIABLES) as Array<[string, Variable<unknown>]>) {
+    const raw = yield* Config.option(Config.String(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+    if (Option.isNone(raw) || (raw.value.trim() === "" && name !== "JANUS_ALLOWED_ORIGINS")) {
+      settings[name] = v.default
+      continue
+    }
+    const parsed = v.parse(raw.value)
+    if (Result.isSuccess(parsed)) {
+      settings[name] = parsed.success
+    } else {
+      problems.push(
+        new InvalidVariable({ name, value: v.secret ? mask(raw.value) : show(raw.value), expected: parsed.failure })
+      )
+    }
+  }
+  // Postgres mode has no key file to fall back on: every replica must share one key.
+  const databaseUrl = settings.DATABASE_URL as Option.Option<unknown> | undefined
+  const masterKey = settings.JANUS_MASTER_KEY as Option.Option<unknown> | undefined
+  if (databaseUrl && Option.isSome(databaseUrl) && masterKey && Option.isNone(masterKey)) {
+    problems.push(
+      new InvalidVariable({
+        name: "JANUS_MASTER_KEY",
+        value: "(unset)",
+        expected: "a key when DATABASE_URL is set (every replica must decrypt the same secrets): " +
+          "32 random bytes in base64, for example the output of `openssl rand -base64 32`"
+      })
+    )
+  }
+  if (problems.length > 0) return yield* new InvalidConfiguration({ problems })
+  return settings as JanusSettings
+})
+
+/** Levenshtein distance, to suggest the variable an unknown one was meant to be. */
+const distance = (a: string, b: string): number => {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0]!
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j]!
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1))
+      previous = current
+    }
+  }
+  return row[b.length]!
+}
+
+/**
+ * Names of `JANUS_*` variables in `env` that Janus does not read, each with
+ * the closest known name when one is near.
+ */
+export const unknownJanusVariables = (
+  env: Record<string, string | undefined>
+): ReadonlyArray<{ readonly name: string; readonly suggestion: Option.Option<string> }> =>
+  Object.keys(env)
+    .filter((name) => name.startsWith("JANUS_") && !(name in VARIABLES))
+    .sort()
+    .map((name) => {
+      const best = Object.keys(VARIABLES)
+        .map((known) => ({ known, d: distance(name, known) }))
+        .sort((x, y) => x.d - y.d)[0]
+      return { name, suggestion: best && best.d <= 3 ? Option.some(best.known) : Option.none() }
+    })
+
+/** The gateway's validated configuration as a service. */
+export class JanusConfig extends Context.Service<JanusConfig, JanusSettings>()("@janus/gateway/JanusConfig") {
+  /** Reads the environment through the current `ConfigProvider`, warning about unknown `JANUS_*` names. */
+  static readonly layer: Layer.Layer<JanusConfig, InvalidConfiguration> = Layer.effect(
+    JanusConfig,
+    Effect.gen(function*() {
+      for (const unknown of unknownJanusVariables(process.env)) {
+        yield* Effect.logWarning(
+          `Unknown variable ${unknown.name} is ignored` +
+            Option.match(unknown.suggestion, { onNone: () => "", onSome: (s) => `; did you mean ${s}?` })
+        )
+      }
+      return JanusConfig.of(yield* load)
+    })
+  )
+
+  /** Fixed settings for tests: the defaults with the given overrides. */
+  static readonly layerWith = (overrides: Partial<JanusSettings>): Layer.Layer<JanusConfig> =>
+    Layer.succeed(JanusConfig, JanusConfig.of({ ...defaults(), ...overrides }))
+}
+
+/** The settings when nothing is set. */
+export const defaults = (): JanusSettings =>
+  Object.fromEntries(Object.entries(VARIABLES).map(([name, v]) => [name, v.default])) as JanusSettings
+
+/** Shows a redacted URL without its password, for start-up messages. */
+export const describeUrl = (value: Redacted.Redacted<string>): string => {
+  const url = new URL(Redacted.value(value))
+  if (url.password) url.password = "***"
+  return url.href
+}

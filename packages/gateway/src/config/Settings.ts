@@ -1,0 +1,112 @@
+/**
+ * Parsers for the kinds of value Janus reads from its environment.
+ *
+ * Each parser turns the raw text of one variable into a typed value or says,
+ * in words an operator can act on, what was expected. `JanusConfig` runs every
+ * variable through its parser and reports all mistakes at once; these stay
+ * plain functions so the messages are ours and testable.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Redacted, Result } from "effect"
+
+/** A parser from raw text to a value, failing with what was expected. */
+export type Parser<A> = (raw: string) => Result.Result<A, string>
+
+/** An integer in `[min, max]`. */
+export const int = (min: number, max: number): Parser<number> => (raw) => {
+  const n = Number(raw.trim())
+  return Number.isInteger(n) && n >= min && n <= max && raw.trim() !== ""
+    ? Result.succeed(n)
+    : Result.fail(`an integer from ${min} to ${max}`)
+}
+
+const unitMillis: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  sec: 1_000,
+  second: 1_000,
+  seconds: 1_000,
+  m: 60_000,
+  min: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000
+}
+
+/**
+ * A duration such as `5s`, `500ms`, `2m`, `1h` or `30 seconds`; `0` means off.
+ * A bare number is read as seconds, as operators of the Go original wrote it.
+ */
+export const duration = (max: Duration.Duration = Duration.days(1)): Parser<Duration.Duration> => (raw) => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw)
+  const expected = `a duration such as 500ms, 5s, 2m or 1h (at most ${Duration.format(max)})`
+  if (!match) return Result.fail(expected)
+  const unit = match[2]!.toLowerCase()
+  const factor = unit === "" ? 1_000 : unitMillis[unit]
+  if (factor === undefined) return Result.fail(expected)
+  const millis = Number(match[1]) * factor
+  return millis <= Duration.toMillis(max) ? Result.succeed(Duration.millis(millis)) : Result.fail(expected)
+}
+
+/** `true`/`false` and the usual spellings of them. */
+export const boolean: Parser<boolean> = (raw) => {
+  const v = raw.trim().toLowerCase()
+  if (["true", "1", "yes", "on"].includes(v)) return Result.succeed(true)
+  if (["false", "0", "no", "off", ""].includes(v)) return Result.succeed(false)
+  return Result.fail("true or false")
+}
+
+/** A TCP port. */
+export const port: Parser<number> = (raw) => Result.mapError(int(0, 65_535)(raw), () => "a port from 0 to 65535")
+
+/** A host name or IP address to listen on. */
+export const host: Parser<string> = (raw) =>
+  /^[A-Za-z0-9.:-]+$/.test(raw.trim()) ? Result.succeed(raw.trim()) : Result.fail("a host name or IP address")
+
+/** A URL with one of the given schemes, kept redacted since it may carry a password. */
+export const url = (schemes: ReadonlyArray<string>): Parser<Redacted.Redacted<string>> => (raw) => {
+  const expected = `a URL starting with ${schemes.map((s) => `${s}://`).join(" or ")}`
+  try {
+    const parsed = new URL(raw.trim())
+    return schemes.includes(parsed.protocol.slice(0, -1))
+      ? Result.succeed(Redacted.make(raw.trim()))
+      : Result.fail(expected)
+  } catch {
+    return Result.fail(expected)
+  }
+}
+
+const key32Expected = "32 random bytes in base64 (for example the output of `openssl rand -base64 32`)"
+const isKey32 = (text: string): boolean =>
+  /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) && Buffer.from(text, "base64").length === 32
+
+/** 32 bytes encoded in base64 (an AES-256 key), kept as its redacted text. */
+export const key32: Parser<Redacted.Redacted<string>> = (raw) =>
+  isKey32(raw.trim()) ? Result.succeed(Redacted.make(raw.trim())) : Result.fail(key32Expected)
+
+/** A comma-separated list of such keys (the keys before a rotation). */
+export const key32List: Parser<ReadonlyArray<Redacted.Redacted<string>>> = (raw) => {
+  const keys = raw.split(",").map((s) => s.trim()).filter((s) => s !== "")
+  return keys.every(isKey32)
+    ? Result.succeed(keys.map((k) => Redacted.make(k)))
+    : Result.fail(`a comma-separated list of keys, each ${key32Expected}`)
+}
+
+/** One of a fixed set of words. */
+export const oneOf = <const L extends string>(literals: ReadonlyArray<L>): Parser<L> => (raw) => {
+  const v = raw.trim().toLowerCase()
+  return (literals as ReadonlyArray<string>).includes(v)
+    ? Result.succeed(v as L)
+    : Result.fail(`one of ${literals.join(", ")}`)
+}
+
+/** Any non-empty text. */
+export const text: Parser<string> = (raw) =>
+  raw.trim() === "" ? Result.fail("a non-empty value") : Result.succeed(raw.trim())
+
+/** A comma-separated list of non-empty items. */
+export const list: Parser<ReadonlyArray<string>> = (raw) =>
+  Result.succeed(raw.split(",").map((s) => s.trim()).filter((s) => s !== ""))

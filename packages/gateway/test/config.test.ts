@@ -1,0 +1,84 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
+import { defaults, describeUrl, InvalidConfiguration, load, unknownJanusVariables } from "../src/config/JanusConfig.ts"
+
+const withEnv = (env: Record<string, string>) =>
+  Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
+
+describe("JanusConfig", () => {
+  it.effect("gives the single-machine defaults when nothing is set", () =>
+    Effect.gen(function*() {
+      const settings = yield* load.pipe(withEnv({}))
+      assert.strictEqual(settings.JANUS_HOST, "127.0.0.1")
+      assert.strictEqual(settings.JANUS_PORT, 8080)
+      assert.strictEqual(settings.DB_MAX_OPEN_CONNS, 15)
+      assert.isTrue(Option.isNone(settings.DATABASE_URL))
+      assert.isTrue(Duration.equals(settings.CONFIG_CACHE_TTL, Duration.seconds(5)))
+      assert.isTrue(Duration.equals(settings.SECRET_CACHE_TTL, Duration.seconds(30)))
+      assert.isTrue(Duration.equals(settings.RESPONSE_CACHE_TTL, Duration.zero))
+      assert.deepStrictEqual(Object.keys(settings).sort(), Object.keys(defaults()).sort())
+    }))
+
+  it.effect("parses durations, URLs and keys", () =>
+    Effect.gen(function*() {
+      const key = Buffer.alloc(32, 7).toString("base64")
+      const settings = yield* load.pipe(withEnv({
+        CONFIG_CACHE_TTL: "500ms",
+        SECRET_CACHE_TTL: "2m",
+        RESPONSE_CACHE_TTL: "10 seconds",
+        DATABASE_URL: "postgres://janus:pw@db:5432/janus",
+        JANUS_MASTER_KEY: key,
+        JANUS_PORT: "9090"
+      }))
+      assert.strictEqual(Duration.toMillis(settings.CONFIG_CACHE_TTL), 500)
+      assert.strictEqual(Duration.toMillis(settings.SECRET_CACHE_TTL), 120_000)
+      assert.strictEqual(Duration.toMillis(settings.RESPONSE_CACHE_TTL), 10_000)
+      assert.strictEqual(new URL(Option.getOrThrow(settings.DATABASE_URL).pipe(Redacted.value)).hostname, "db")
+      assert.strictEqual(Option.getOrThrow(settings.JANUS_MASTER_KEY).pipe(Redacted.value), key)
+      assert.strictEqual(describeUrl(Option.getOrThrow(settings.DATABASE_URL)), "postgres://janus:***@db:5432/janus")
+      assert.strictEqual(settings.JANUS_PORT, 9090)
+    }))
+
+  it.effect("reports every mistake at once, naming the variable, the value and what is expected", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(load.pipe(withEnv({
+        JANUS_PORT: "80800",
+        DB_MAX_OPEN_CONNS: "lots",
+        CONFIG_CACHE_TTL: "5 fortnights",
+        DATABASE_URL: "mysql://root:hunter2@db/janus",
+        JANUS_MASTER_KEY: "c2hvcnQ="
+      })))
+      assert.instanceOf(error, InvalidConfiguration)
+      assert.deepStrictEqual(error.problems.map((p) => p.name), [
+        "JANUS_PORT",
+        "JANUS_MASTER_KEY",
+        "DATABASE_URL",
+        "DB_MAX_OPEN_CONNS",
+        "CONFIG_CACHE_TTL"
+      ])
+      const message = error.message
+      assert.include(message, "JANUS_PORT=\"80800\": expected a port from 0 to 65535")
+      assert.include(message, "DB_MAX_OPEN_CONNS=\"lots\": expected an integer from 1 to 1000")
+      assert.include(message, "CONFIG_CACHE_TTL=\"5 fortnights\": expected a duration")
+      assert.include(message, "DATABASE_URL=(29 characters, hidden): expected a URL starting with postgres://")
+      assert.include(message, "JANUS_MASTER_KEY=(8 characters, hidden): expected 32 random bytes in base64")
+      // secrets never appear, even in part
+      assert.notInclude(message, "hunter2")
+      assert.notInclude(message, "c2hvcnQ")
+    }))
+
+  it.effect("requires a master key in Postgres mode", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(load.pipe(withEnv({ DATABASE_URL: "postgres://db/janus" })))
+      assert.deepStrictEqual(error.problems.map((p) => p.name), ["JANUS_MASTER_KEY"])
+      assert.include(error.message, "when DATABASE_URL is set")
+    }))
+
+  it("names unknown JANUS_* variables with the closest known one", () => {
+    const unknown = unknownJanusVariables({ JANUS_PROT: "1", JANUS_PORT: "2", JANUS_SOMETHING_ELSE: "3", PATH: "/bin" })
+    assert.deepStrictEqual(unknown, [
+      { name: "JANUS_PROT", suggestion: Option.some("JANUS_PORT") },
+      { name: "JANUS_SOMETHING_ELSE", suggestion: Option.none() }
+    ])
+  })
+})
