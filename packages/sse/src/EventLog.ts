@@ -1,0 +1,88 @@
+/**
+ * The ordered event log a `Last-Event-ID` replay reads from.
+ *
+ * **Details**
+ *
+ * This package owns the interface; `@janus/storage` implements it over the
+ * `broker_event` table (`id` is `broker_event.seq`, a `data: null` row is a
+ * change signal). ADR-0197 makes commit order equal `seq` order across
+ * replicas, which is what lets a replay from an id be exact: no row with a
+ * lower id can commit after a higher one was delivered.
+ *
+ * `after(id, limit)` returns the committed rows with `id > id`, ascending, at
+ * most `limit` of them. The replay asks for `REPLAY_CAP + 1` rows to learn
+ * whether the gap is larger than the cap.
+ *
+ * {@link layerMemory} is an in-memory log for tests and for a single process
+ * without storage; it also provides {@link MemoryEventLog}, whose `append`
+ * assigns ids the way `seq` does.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+
+/** One committed row of the log. `data: null` makes it a change signal. */
+export interface LoggedEvent {
+  readonly id: number
+  readonly topic: string
+  readonly about: ReadonlyArray<string>
+  readonly data: unknown | null
+}
+
+/** The log could not be read; the replay falls back to one resync. */
+export class EventLogError extends Schema.TaggedError<EventLogError>()("EventLogError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/** Read access to the ordered event log (`broker_event`). */
+export class EventLog extends Context.Service<EventLog, {
+  readonly after: (id: number, limit: number) => Effect.Effect<ReadonlyArray<LoggedEvent>, EventLogError>
+}>()("@janus/sse/EventLog") {}
+
+/** Write access to the in-memory log of {@link layerMemory}. */
+export class MemoryEventLog extends Context.Service<MemoryEventLog, {
+  /** Appends a row with the next id (ids start at 1) and returns it. */
+  readonly append: (event: Omit<LoggedEvent, "id">) => LoggedEvent
+  /** Every row appended so far. */
+  readonly events: () => ReadonlyArray<LoggedEvent>
+}>()("@janus/sse/MemoryEventLog") {}
+
+/** Builds an in-memory log and its writer. */
+export const makeMemory = (): { readonly log: EventLog["Service"]; readonly writer: MemoryEventLog["Service"] } => {
+  const rows: Array<LoggedEvent> = []
+  const writer = MemoryEventLog.of({
+    append: (event) => {
+      const row: LoggedEvent = { id: rows.length + 1, topic: event.topic, about: event.about, data: event.data }
+      rows.push(row)
+      return row
+    },
+    events: () => rows
+  })
+  const log = EventLog.of({
+    after: (id, limit) =>
+      Effect.sync(() => {
+        // ids are 1..n and dense, so the first row after `id` is at index `id`.
+        const start = Math.max(0, Math.floor(id))
+        return rows.slice(start, start + Math.max(0, limit))
+      })
+  })
+  return { log, writer }
+}
+
+/** An in-memory {@link EventLog}, with {@link MemoryEventLog} to append to it. */
+export const layerMemory: Layer.Layer<EventLog | MemoryEventLog> = Layer.effectContext(
+  Effect.sync(() => {
+    const { log, writer } = makeMemory()
+    return Context.make(EventLog, log).pipe(Context.add(MemoryEventLog, writer))
+  })
+)
+
+/** An {@link EventLog} that always fails, for testing the replay's fallback. */
+export const layerFailing: Layer.Layer<EventLog> = Layer.succeed(
+  EventLog,
+  EventLog.of({ after: () => Effect.fail(new EventLogError({ message: "the event log is unavailable" })) })
+)

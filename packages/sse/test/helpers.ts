@@ -1,0 +1,67 @@
+/**
+ * Shared test wiring: a hub over an in-memory event log, metric helpers and
+ * small frame builders.
+ */
+import { Effect, Layer, Metric } from "effect"
+import * as EventLog from "../src/EventLog.ts"
+import * as Frame from "../src/Frame.ts"
+import * as Hub from "../src/Hub.ts"
+import * as Metrics from "../src/Metrics.ts"
+
+/** The hub over an in-memory log; the log's writer is exposed too. */
+export const HubLive = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemory))
+
+/**
+ * Runs `effect` with a hub (built under the test's TestClock) and a metric
+ * registry of its own, so metric values start at zero.
+ */
+export const withHub = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  layer: Layer.Layer<Hub.Hub | EventLog.EventLog | EventLog.MemoryEventLog> = HubLive
+) =>
+  effect.pipe(
+    Effect.provide(layer),
+    Effect.provideService(Metric.MetricRegistry, new Map())
+  )
+
+/** `studio.sse.dropped{reason}` in the current registry. */
+export const dropped = (reason: Metrics.DropReason) =>
+  Effect.map(Metric.value(Metrics.droppedFor(reason)), (state) => state.count)
+
+/** `studio.sse.subscribers` in the current registry. */
+export const subscribersGauge = Effect.map(Metric.value(Metrics.subscribers), (state) => state.value)
+
+/** Yields until `predicate` holds (other fibers run meanwhile); fails after `max` turns. */
+export const eventually = (predicate: () => boolean, max = 10_000): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (let i = 0; i < max; i++) {
+      if (predicate()) return
+      yield* Effect.yieldNow
+    }
+    return yield* Effect.die(new Error("condition not reached"))
+  })
+
+export const ev = (id: number, topic = "t", data: unknown = { n: id }) => Frame.event({ id, topic, data })
+export const sig = (id: number, about: ReadonlyArray<string>, topic = "t") => Frame.signal({ id, topic, about })
+
+/** Describes frames compactly for assertions: `e1`, `s2[a]`, `resync`, ... */
+export const describe = (frame: Frame.Frame): string => {
+  switch (frame._tag) {
+    case "Event":
+      return `e${frame.id}`
+    case "Signal":
+      return `s${frame.id}[${frame.about.join(",")}]`
+    default:
+      return frame._tag.toLowerCase()
+  }
+}
+
+/** Waits until `n` subscribers are in the hub (forked readers subscribe on their first turns). */
+export const subscribed = (hub: Hub.Hub["Service"], n: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 10_000; i++) {
+      if ((yield* hub.subscribers) === n) return
+      yield* Effect.yieldNow
+    }
+    return yield* Effect.die(new Error(`never reached ${n} subscribers`))
+  })
