@@ -1,0 +1,42 @@
+/**
+ * Time-to-live of the in-process caches.
+ *
+ * **Rules**
+ *
+ * - Caches are purged by change signals (local writes at once, other
+ *   instances' writes within a second); the TTLs are only the backstop for a
+ *   lost signal.
+ * - Defaults: config and client tokens 5 s (`CONFIG_CACHE_TTL`), secrets
+ *   30 s (`SECRET_CACHE_TTL`).
+ *
+ * @since 0.1.0
+ */
+import { Config, Context, Duration } from "effect"
+
+export interface CacheTtls {
+  /** `CONFIG_CACHE_TTL`: connections, endpoints, virtual servers, and client-token verifications. */
+  readonly config: Duration.Duration
+  /** `SECRET_CACHE_TTL`: revealed secrets. */
+  readonly secrets: Duration.Duration
+}
+
+export const defaults: CacheTtls = { config: Duration.seconds(5), secrets: Duration.seconds(30) }
+
+export const CacheSettings = Context.Reference<CacheTtls>("@janus/storage/CacheSettings", {
+  defaultValue: () => defaults
+})
+
+/** Builds the settings from plain options (e.g. the gateway's config module). */
+export const make = (options: {
+  readonly configCacheTtl?: Duration.Input | undefined
+  readonly secretCacheTtl?: Duration.Input | undefined
+}): CacheTtls => ({
+  config: options.configCacheTtl === undefined ? defaults.config : Duration.fromInputUnsafe(options.configCacheTtl),
+  secrets: options.secretCacheTtl === undefined ? defaults.secrets : Duration.fromInputUnsafe(options.secretCacheTtl)
+})
+
+/** `CONFIG_CACHE_TTL` and `SECRET_CACHE_TTL` (e.g. "5 seconds", "30 seconds"). */
+export const config: Config.Config<CacheTtls> = Config.all({
+  config: Config.Duration("CONFIG_CACHE_TTL").pipe(Config.withDefault(defaults.config)),
+  secrets: Config.Duration("SECRET_CACHE_TTL").pipe(Config.withDefault(defaults.secrets))
+})

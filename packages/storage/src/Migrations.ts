@@ -1,0 +1,191 @@
+/**
+ * The database schema, as effect/sql `Migrator` migrations (one Postgres
+ * dialect for PGlite and Postgres, no `pg_dump`).
+ *
+ * **Rules**
+ *
+ * - Migrations are append-only and numbered; applied ids are recorded in
+ *   `janus_migrations`, so running them again is a no-op. All pending
+ *   migrations run in one transaction under the migrator's table lock, so
+ *   replicas starting together migrate once.
+ * - `StorageHealth` compares the recorded ids with `latestId`: a replica whose
+ *   code is newer than its database is not ready.
+ * - Every table of the product is here: connections, endpoints, virtual
+ *   servers (+ members), client and admin tokens (hashes only), secrets
+ *   (ciphertext only), audit records, `broker_event`, and the 2025-revision
+ *   MCP sessions shared across replicas.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Layer } from "effect"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+
+export const table = "janus_migrations"
+
+const statements = (...ddl: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of ddl) yield* sql.unsafe(statement)
+  })
+
+const timestamps = `
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()`
+
+export const migrations = {
+  "0001_config": statements(
+    `CREATE TABLE connections (
+      id uuid PRIMARY KEY,
+      name text NOT NULL CONSTRAINT connections_name_key UNIQUE,
+      kind text NOT NULL CHECK (kind IN ('rest', 'mcp')),
+      description text NOT NULL DEFAULT '',
+      base_url text,
+      url text,
+      transport text CHECK (transport IN ('streamable-http', 'sse')),
+      auth_scheme text NOT NULL DEFAULT 'none' CHECK (auth_scheme IN ('none', 'bearer', 'header', 'basic')),
+      auth_header text,
+      auth_username text,
+      secret_ref text,
+      timeout_ms integer NOT NULL DEFAULT 30000 CHECK (timeout_ms > 0),
+      retry_policy jsonb,
+      breaker_policy jsonb NOT NULL,
+      egress_allow text[],
+      version integer NOT NULL DEFAULT 1,
+      ${timestamps},
+      CHECK ((kind = 'rest' AND base_url IS NOT NULL AND retry_policy IS NOT NULL)
+          OR (kind = 'mcp' AND url IS NOT NULL AND transport IS NOT NULL)),
+      CHECK ((auth_scheme = 'none') = (secret_ref IS NULL))
+    )`,
+    `CREATE TABLE endpoints (
+      id uuid PRIMARY KEY,
+      connection_id uuid NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+      name text NOT NULL CONSTRAINT endpoints_name_key UNIQUE,
+      description text NOT NULL DEFAULT '',
+      method text NOT NULL CHECK (method IN ('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS')),
+      path_template text NOT NULL,
+      arguments jsonb NOT NULL DEFAULT '{}',
+      input_schema jsonb NOT NULL,
+      idempotent boolean NOT NULL DEFAULT false,
+      version integer NOT NULL DEFAULT 1,
+      ${timestamps}
+    )`,
+    `CREATE INDEX endpoints_connection_id_idx ON endpoints (connection_id)`,
+    `CREATE TABLE virtual_servers (
+      id uuid PRIMARY KEY,
+      name text NOT NULL CONSTRAINT virtual_servers_name_key UNIQUE,
+      description text NOT NULL DEFAULT '',
+      version integer NOT NULL DEFAULT 1,
+      ${timestamps}
+    )`,
+    // A member is an endpoint, or a tool (or '*') of an upstream MCP connection.
+    // Deleting the endpoint or connection removes the membership.
+    `CREATE TABLE virtual_server_members (
+      virtual_server_id uuid NOT NULL REFERENCES virtual_servers (id) ON DELETE CASCADE,
+      position integer NOT NULL,
+      endpoint_id uuid REFERENCES endpoints (id) ON DELETE CASCADE,
+      connection_id uuid REFERENCES connections (id) ON DELETE CASCADE,
+      upstream_tool text,
+      PRIMARY KEY (virtual_server_id, position),
+      CHECK ((endpoint_id IS NOT NULL AND connection_id IS NULL AND upstream_tool IS NULL)
+          OR (endpoint_id IS NULL AND connection_id IS NOT NULL AND upstream_tool IS NOT NULL))
+    )`,
+    `CREATE INDEX virtual_server_members_endpoint_id_idx ON virtual_server_members (endpoint_id)`,
+    `CREATE INDEX virtual_server_members_connection_id_idx ON virtual_server_members (connection_id)`
+  ),
+  "0002_credentials": statements(
+    `CREATE TABLE client_tokens (
+      id uuid PRIMARY KEY,
+      name text NOT NULL CONSTRAINT client_tokens_name_key UNIQUE,
+      token_hash bytea NOT NULL CONSTRAINT client_tokens_token_hash_key UNIQUE,
+      prefix text NOT NULL,
+      allowed_tools text[],
+      allowed_virtual_servers text[],
+      expires_at timestamptz,
+      revoked_at timestamptz,
+      last_used_at timestamptz,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`,
+    `CREATE TABLE admin_tokens (
+      id uuid PRIMARY KEY,
+      name text NOT NULL,
+      token_hash bytea NOT NULL CONSTRAINT admin_tokens_token_hash_key UNIQUE,
+      prefix text NOT NULL,
+      revoked_at timestamptz,
+      last_used_at timestamptz,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`,
+    `CREATE TABLE secrets (
+      id uuid PRIMARY KEY,
+      name text NOT NULL CONSTRAINT secrets_name_key UNIQUE,
+      ciphertext bytea NOT NULL,
+      nonce bytea NOT NULL,
+      key_id text NOT NULL,
+      version integer NOT NULL DEFAULT 1,
+      ${timestamps}
+    )`
+  ),
+  "0003_audit_and_events": statements(
+    `CREATE TABLE audit_records (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      at timestamptz NOT NULL DEFAULT now(),
+      identity text NOT NULL,
+      tool text NOT NULL,
+      connection text,
+      outcome text NOT NULL
+        CHECK (outcome IN ('ok', 'error', 'denied', 'rate_limited', 'shed', 'breaker_open', 'timeout')),
+      status integer,
+      duration_ms integer NOT NULL CHECK (duration_ms >= 0),
+      bytes_in bigint NOT NULL DEFAULT 0,
+      bytes_out bigint NOT NULL DEFAULT 0,
+      redactions integer NOT NULL DEFAULT 0
+    )`,
+    `CREATE INDEX audit_records_at_idx ON audit_records (at)`,
+    `CREATE INDEX audit_records_tool_at_idx ON audit_records (tool, at)`,
+    `CREATE INDEX audit_records_outcome_at_idx ON audit_records (outcome, at)`,
+    `CREATE TABLE broker_event (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      topic text NOT NULL,
+      about text[] NOT NULL DEFAULT '{}',
+      data jsonb NULL,
+      at timestamptz NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX broker_event_at_idx ON broker_event (at)`
+  ),
+  "0004_mcp_sessions": statements(
+    `CREATE TABLE mcp_sessions (
+      id text PRIMARY KEY,
+      protocol_version text NOT NULL,
+      client_info jsonb,
+      capabilities jsonb,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      last_seen_at timestamptz NOT NULL DEFAULT now(),
+      expires_at timestamptz NOT NULL
+    )`,
+    `CREATE INDEX mcp_sessions_expires_at_idx ON mcp_sessions (expires_at)`,
+    `CREATE TABLE mcp_session_messages (
+      session_id text NOT NULL REFERENCES mcp_sessions (id) ON DELETE CASCADE,
+      stream_id text NOT NULL,
+      event_seq bigint NOT NULL,
+      payload jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (session_id, stream_id, event_seq)
+    )`
+  )
+} as const
+
+/** The id of the newest migration this code knows. */
+export const latestId: number = Math.max(...Object.keys(migrations).map((key) => Number(key.split("_")[0])))
+
+const migrator = Migrator.make({})
+
+/** Applies pending migrations; returns the ones it ran (none on a second run). */
+export const run = migrator({ loader: Migrator.fromRecord(migrations), table })
+
+/** Runs the migrations when the layer is built. */
+export const layer: Layer.Layer<
+  never,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> = Layer.effectDiscard(run)

@@ -1,0 +1,156 @@
+/**
+ * The write rules that are more than a shape check.
+ *
+ * **Rules**
+ *
+ * - Inputs are decoded with their Schema first; a failure becomes one
+ *   `InvalidInput` naming the field path and what was expected.
+ * - URLs are absolute `http:` or `https:` URLs, without credentials in them
+ *   (credentials belong in a secret).
+ * - Tool names match `^[A-Za-z0-9_./-]{1,64}$`.
+ * - A path template starts with `/`; each `{param}` in it is declared in the
+ *   argument map as `"path"`, and each `"path"` argument appears in it.
+ * - Every argument in the argument map is a property of the input schema.
+ * - An input schema is a JSON Schema object with `"type": "object"` that Ajv
+ *   accepts (draft 2020-12 by default, draft-07 when `$schema` says so) and
+ *   compiles.
+ *
+ * @since 0.1.0
+ */
+import { Ajv } from "ajv"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import { Effect, Schema, SchemaIssue } from "effect"
+import { type JsonSchemaObject, ToolNamePattern } from "./Domain.ts"
+import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, UndeclaredPathParam } from "./Errors.ts"
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** Decodes `input` with `schema`, failing with `InvalidInput` for the first issue. */
+export const decodeInput = <A>(entity: string, schema: Schema.Decoder<A>) => {
+  const decode = Schema.decodeUnknownEffect(schema, { errors: "first" })
+  return (input: unknown): Effect.Effect<A, InvalidInput> =>
+    Effect.mapError(decode(input), (error) => {
+      const [issue] = formatIssues(error.issue).issues
+      const field = issue?.path === undefined || issue.path.length === 0
+        ? "(input)"
+        : issue.path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
+      return new InvalidInput({ entity, field, expected: issue?.message ?? error.message })
+    })
+}
+
+/** An absolute http(s) URL without userinfo. */
+export const checkHttpUrl = (entity: string, field: string, value: string): Effect.Effect<string, InvalidUrl> => {
+  const fail = (why: string) =>
+    Effect.fail(new InvalidUrl({ entity, field, value, expected: `an absolute http:// or https:// URL (${why})` }))
+  if (!URL.canParse(value)) return fail("not a URL")
+  const url = new URL(value)
+  if (url.protocol !== "http:" && url.protocol !== "https:") return fail(`scheme ${url.protocol} is not allowed`)
+  if (url.username !== "" || url.password !== "") return fail("credentials go in a secret, not in the URL")
+  if (url.hostname === "") return fail("no host")
+  return Effect.succeed(value)
+}
+
+/** The `version` an update expects: a positive integer, as read. */
+export const checkVersion = (entity: string, version: number): Effect.Effect<number, InvalidInput> =>
+  Number.isSafeInteger(version) && version >= 1
+    ? Effect.succeed(version)
+    : Effect.fail(
+      new InvalidInput({
+        entity,
+        field: "version",
+        value: String(version),
+        expected: "the version that was read (>= 1)"
+      })
+    )
+
+export const checkToolName = (value: string): Effect.Effect<string, InvalidToolName> =>
+  ToolNamePattern.test(value)
+    ? Effect.succeed(value)
+    : Effect.fail(new InvalidToolName({ value, expected: "1 to 64 of A-Z a-z 0-9 _ . / -" }))
+
+const paramPattern = /\{([^{}]*)\}/g
+const paramNamePattern = /^[A-Za-z0-9_.-]{1,64}$/
+
+/** The `{param}` names of a path template, in order. */
+export const pathParams = (template: string): ReadonlyArray<string> =>
+  Array.from(template.matchAll(paramPattern), (match) => match[1]!)
+
+/** Checks a path template against the argument map and the input schema's properties. */
+export const checkEndpointShape = (input: {
+  readonly name: string
+  readonly pathTemplate: string
+  readonly arguments: Readonly<Record<string, string>>
+  readonly inputSchema: JsonSchemaObject
+}): Effect.Effect<void, InvalidInput | UndeclaredPathParam> =>
+  Effect.gen(function*() {
+    const template = input.pathTemplate
+    const invalid = (field: string, value: string, expected: string) =>
+      new InvalidInput({ entity: "endpoint", field, value: JSON.stringify(value), expected })
+    if (!template.startsWith("/")) {
+      return yield* invalid("pathTemplate", template, "a path starting with /, e.g. /users/{id}")
+    }
+    if (template.replace(paramPattern, "").match(/[{}]/) !== null) {
+      return yield* invalid("pathTemplate", template, "balanced {param} placeholders")
+    }
+    const params = pathParams(template)
+    for (const param of params) {
+      if (!paramNamePattern.test(param)) {
+        return yield* invalid("pathTemplate", template, "placeholder names of A-Z a-z 0-9 _ . -")
+      }
+      if (input.arguments[param] !== "path") {
+        return yield* new UndeclaredPathParam({ tool: input.name, param, pathTemplate: template })
+      }
+    }
+    const properties = input.inputSchema.properties
+    const declared = properties !== null && typeof properties === "object" ? Object.keys(properties) : []
+    for (const [argument, location] of Object.entries(input.arguments)) {
+      if (location === "path" && !params.includes(argument)) {
+        return yield* invalid(`arguments.${argument}`, location, `a {${argument}} placeholder in ${template}`)
+      }
+      if (!declared.includes(argument)) {
+        return yield* invalid(`arguments.${argument}`, location, "an argument that inputSchema.properties declares")
+      }
+    }
+  })
+
+// Ajv compiles schemas into functions; a fresh instance per check keeps $id
+// collisions and compiled-schema growth out of a long-lived process.
+const makeAjv = (draft: "2020-12" | "draft-07") => {
+  const options = { strict: false, validateFormats: false, allErrors: false } as const
+  return draft === "2020-12" ? new Ajv2020(options) : new Ajv(options)
+}
+
+const schemaDrafts: Record<string, "2020-12" | "draft-07"> = {
+  "https://json-schema.org/draft/2020-12/schema": "2020-12",
+  "http://json-schema.org/draft-07/schema": "draft-07",
+  "http://json-schema.org/draft-07/schema#": "draft-07"
+}
+
+/** A JSON Schema object with `"type": "object"` that Ajv accepts and compiles. */
+export const checkInputSchema = (
+  tool: string,
+  schema: JsonSchemaObject
+): Effect.Effect<JsonSchemaObject, InvalidInputSchema> => {
+  const fail = (reason: string) => Effect.fail(new InvalidInputSchema({ tool, reason }))
+  if (schema.type !== "object") {
+    return fail(`"type" is ${JSON.stringify(schema.type) ?? "missing"}`)
+  }
+  const declared = schema.$schema
+  const draft = declared === undefined ? "2020-12" : typeof declared === "string" ? schemaDrafts[declared] : undefined
+  if (draft === undefined) {
+    return fail(`unsupported $schema ${JSON.stringify(declared)} (supported: 2020-12, draft-07)`)
+  }
+  if ("properties" in schema && (schema.properties === null || typeof schema.properties !== "object")) {
+    return fail(`"properties" must be an object`)
+  }
+  const ajv = makeAjv(draft)
+  if (!ajv.validateSchema(schema)) {
+    return fail(ajv.errorsText(ajv.errors, { dataVar: "schema" }))
+  }
+  try {
+    ajv.compile(schema)
+  } catch (error) {
+    return fail(error instanceof Error ? error.message : String(error))
+  }
+  return Effect.succeed(schema)
+}

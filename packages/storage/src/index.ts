@@ -1,0 +1,52 @@
+/**
+ * `@janus/storage`: what Janus keeps, and how.
+ *
+ * - Layers: `Embedded.layer` / `Embedded.layerMemory` (PGlite in process) and
+ *   `Postgres.layer` / `Postgres.layerConfig` (a bounded `@effect/sql-pg`
+ *   pool) give the same services (`Storage`). `Storage.layerServices` builds
+ *   them over any `SqlClient` + `Notifications` + `MasterKey`.
+ * - Repositories: `Connections`, `Endpoints`, `VirtualServers`,
+ *   `ClientTokens`, `AdminTokens`, `Secrets`.
+ * - Hot-path caches: `ConfigCache`, `TokenCache`, `SecretCache`, purged by
+ *   `ChangeFeed` signals (LISTEN/NOTIFY across instances).
+ * - `EventLog` (the ordered `broker_event` log), `StorageHealth` (readiness),
+ *   `Migrations`, `MasterKey`, `SecretBox` (AES-256-GCM and tokens).
+ *
+ * @since 0.1.0
+ */
+
+// Layers and clients
+export * as CacheSettings from "./CacheSettings.ts"
+export * as Embedded from "./Embedded.ts"
+export type { EmbeddedOptions, EmbeddedServices } from "./Embedded.ts"
+export * as Migrations from "./Migrations.ts"
+export { Notifications } from "./Notifications.ts"
+export * as PgliteClient from "./PgliteClient.ts"
+export type { PostgresServices, PostgresStorageOptions } from "./Postgres.ts"
+export * as Postgres from "./Postgres.ts"
+export * as PostgresClient from "./PostgresClient.ts"
+export type { StorageStartError } from "./Storage.ts"
+export * as Storage from "./Storage.ts"
+
+// Repositories
+export { AdminTokens, type CreatedAdminToken } from "./AdminTokens.ts"
+export { ClientTokens, type ClientTokenWriteError, type CreatedClientToken } from "./ClientTokens.ts"
+export { Connections, type ConnectionWriteError } from "./Connections.ts"
+export { Endpoints, type EndpointWriteError } from "./Endpoints.ts"
+export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
+export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"
+
+// Caches, change signals, event log, health, keys
+export { ChangeFeed, type Invalidator } from "./ChangeFeed.ts"
+export { ConfigCache, type ConfigSnapshot } from "./ConfigCache.ts"
+export * as SecretBox from "./Crypto.ts"
+export { type AppendEvent, EventLog } from "./EventLog.ts"
+export { MasterKey } from "./MasterKey.ts"
+export { SecretCache } from "./SecretCache.ts"
+export { StorageHealth } from "./StorageHealth.ts"
+export { TokenCache } from "./TokenCache.ts"
+export * as Validation from "./Validation.ts"
+
+// Domain types and errors
+export * from "./Domain.ts"
+export * from "./Errors.ts"

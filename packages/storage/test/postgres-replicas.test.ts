@@ -1,0 +1,198 @@
+/**
+ * Several storage instances ("replicas") with separate pools on one Postgres
+ * database: change signals across instances, and the ordered event log.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer, Option, Random, Redacted, Stream } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
+import {
+  ChangeFeed,
+  ClientTokens,
+  ConfigCache,
+  Connections,
+  EventLog,
+  type LoggedEvent,
+  SecretCache,
+  Secrets,
+  TokenCache
+} from "../src/index.ts"
+import { layerPostgresOn, layerTestDatabase, requirePostgres } from "../src/testing.ts"
+import { eventually, restInput, unique } from "./helpers.ts"
+
+const postgres = await requirePostgres()
+
+/** Builds one instance in the current scope; long TTLs, so only a change signal can explain a fresh read. */
+const replica = Effect.map(
+  Layer.build(layerPostgresOn({ maxConnections: 4, configCacheTtl: "1 hour", secretCacheTtl: "1 hour" })),
+  (context) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, context as Context.Context<any>)
+)
+
+describe.skipIf(!postgres)("postgres replicas", () => {
+  layer(layerTestDatabase, { excludeTestServices: true, timeout: "60 seconds" })((it) => {
+    it.effect("a write through one instance purges another instance's caches within 1 s (NOTIFY)", () =>
+      Effect.gen(function*() {
+        const a = yield* replica
+        const b = yield* replica
+
+        // Config: B has a cached snapshot; A adds a connection.
+        const before = yield* b(ConfigCache.use((c) => c.snapshot))
+        const connection = yield* a(Connections.use((c) => c.create(restInput(unique("api")))))
+        const configMs = yield* eventually(
+          b(ConfigCache.use((c) => c.snapshot)).pipe(Effect.map((s) => s.connectionById.has(connection.id))),
+          1_000
+        )
+        assert.isFalse(before.connectionById.has(connection.id))
+
+        // Tokens: B has verified (and cached) a token; A revokes it.
+        const { plaintext, token } = yield* a(ClientTokens.use((t) => t.create({ name: unique("t") })))
+        assert.isTrue(Option.isSome(yield* b(TokenCache.use((t) => t.verify(plaintext)))))
+        yield* a(ClientTokens.use((t) => t.revoke(token.id)))
+        const tokenMs = yield* eventually(
+          b(TokenCache.use((t) => t.verify(plaintext))).pipe(Effect.map(Option.isNone)),
+          1_000
+        )
+
+        // Secrets: B has the old value cached; A replaces it.
+        const name = unique("s")
+        yield* a(Secrets.use((s) => s.set(name, Redacted.make("old"))))
+        assert.strictEqual(Redacted.value(yield* b(SecretCache.use((s) => s.reveal(name)))), "old")
+        yield* a(Secrets.use((s) => s.set(name, Redacted.make("new"))))
+        const secretMs = yield* eventually(
+          b(SecretCache.use((s) => s.reveal(name))).pipe(Effect.map((v) => Redacted.value(v) === "new")),
+          1_000
+        )
+        yield* Effect.logDebug(`purged after ${configMs} / ${tokenMs} / ${secretMs} ms`)
+      }))
+
+    it.effect("another instance's writes appear on this instance's `changes`, its own only once", () =>
+      Effect.gen(function*() {
+        const a = yield* replica
+        const b = yield* replica
+        const onB = yield* b(ChangeFeed.use((f) => Effect.succeed(f.changes)))
+        const onA = yield* a(ChangeFeed.use((f) => Effect.succeed(f.changes)))
+        const seenByB = yield* onB.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild)
+        const seenByA = yield* onA.pipe(Stream.take(2), Stream.runCollect, Effect.forkChild)
+        yield* Effect.sleep("100 millis")
+        const created = yield* a(Connections.use((c) => c.create(restInput(unique("api")))))
+        assert.deepStrictEqual(yield* Fiber.join(seenByB).pipe(Effect.timeout("1 second")), [
+          { kind: "connection", ids: [created.id] }
+        ])
+        // A got its own change once (after commit), not a second time from its NOTIFY.
+        yield* a(Connections.use((c) => c.delete(created.id)))
+        const mine = yield* Fiber.join(seenByA).pipe(Effect.timeout("1 second"))
+        assert.deepStrictEqual(mine, [{ kind: "connection", ids: [created.id] }, {
+          kind: "connection",
+          ids: [created.id]
+        }])
+      }))
+
+    it.effect("a lost LISTEN connection is re-established, and then every kind is signalled as changed", () =>
+      Effect.gen(function*() {
+        const a = yield* replica
+        const b = yield* replica
+        const changes = yield* a(ChangeFeed.use((f) => Effect.succeed(f.changes)))
+        const everything = yield* changes.pipe(
+          Stream.filter((change) => change.ids.length === 0),
+          Stream.take(6),
+          Stream.runCollect,
+          Effect.forkChild
+        )
+        yield* Effect.sleep("100 millis")
+        const killed = yield* b(SqlClient.SqlClient.use((sql) =>
+          sql<{ pid: number }>`
+            SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = 'LISTEN "janus_change"'`.pipe(
+            Effect.tap((rows) => Effect.forEach(rows, (row) => sql`SELECT pg_terminate_backend(${row.pid})`))
+          )
+        ))
+        assert.strictEqual(killed.length, 2, "one change-feed listener per instance")
+        const kinds = (yield* Fiber.join(everything).pipe(Effect.timeout("5 seconds"))).map((c) => c.kind).sort()
+        assert.deepStrictEqual(kinds, [
+          "admin_token",
+          "client_token",
+          "connection",
+          "endpoint",
+          "secret",
+          "virtual_server"
+        ])
+
+        // Listening again: B's writes reach A's cache.
+        yield* Effect.sleep("200 millis")
+        yield* a(ConfigCache.use((c) => c.snapshot))
+        const created = yield* b(Connections.use((c) => c.create(restInput(unique("api")))))
+        yield* eventually(
+          a(ConfigCache.use((c) => c.snapshot)).pipe(Effect.map((s) => s.connectionById.has(created.id))),
+          1_000
+        )
+      }))
+
+    it.effect(
+      "event log: 3 writers, 1 reader: every event exactly once, ids strictly increasing, replay agrees",
+      () =>
+        Effect.gen(function*() {
+          const writers = [yield* replica, yield* replica, yield* replica]
+          const reader = yield* replica
+          const perWriter = 250
+          const total = writers.length * perWriter
+          const start = yield* reader(EventLog.use((log) => log.latestId))
+
+          const streamed: Array<LoggedEvent> = []
+          const committed = yield* reader(EventLog.use((log) => Effect.succeed(log.committed)))
+          const streaming = yield* committed.pipe(
+            Stream.take(total),
+            Stream.runForEach((event) => Effect.sync(() => streamed.push(event))),
+            Effect.forkChild
+          )
+          yield* Effect.sleep("100 millis")
+
+          // At random points, a client that has seen up to `lastSeen` asks for what came after.
+          const replays: Array<{ readonly lastSeen: number; readonly events: ReadonlyArray<LoggedEvent> }> = []
+          const replaying = yield* Effect.gen(function*() {
+            while (true) {
+              yield* Effect.sleep(`${yield* Random.nextIntBetween(20, 100)} millis`)
+              const lastSeen = streamed.at(-1)?.id ?? start
+              const events = yield* reader(EventLog.use((log) => log.after(lastSeen, 100_000)))
+              replays.push({ lastSeen, events })
+            }
+          }).pipe(Effect.forkChild)
+
+          // Writers append concurrently and flush at random points besides their own 1 s tick.
+          yield* Effect.forEach(writers, (writer, w) =>
+            writer(EventLog.use((log) =>
+              Effect.gen(function*() {
+                for (let i = 0; i < perWriter; i++) {
+                  yield* log.append({ topic: "test.event", about: [`writer:${w}`], data: { w, i } })
+                  if ((yield* Random.nextIntBetween(0, 20)) === 0) yield* log.flush
+                  yield* Effect.sleep(`${yield* Random.nextIntBetween(0, 12)} millis`)
+                }
+                yield* log.flush
+              })
+            )), { concurrency: "unbounded", discard: true })
+
+          yield* Fiber.join(streaming).pipe(Effect.timeoutOption("10 seconds"))
+          yield* Fiber.interrupt(replaying)
+
+          // Every event exactly once, in strictly increasing id order.
+          assert.strictEqual(streamed.length, total, "events streamed within 10 s of the last append")
+          for (let i = 1; i < streamed.length; i++) assert.isTrue(streamed[i]!.id > streamed[i - 1]!.id)
+          const keys = new Set(streamed.map((e) => JSON.stringify(e.data)))
+          assert.strictEqual(keys.size, total)
+          for (let w = 0; w < writers.length; w++) {
+            const mine = streamed.filter((e) => (e.data as { w: number }).w === w).map((e) =>
+              (e.data as { i: number }).i
+            )
+            assert.deepStrictEqual(mine, Array.from({ length: perWriter }, (_, i) => i), `writer ${w} in append order`)
+          }
+
+          // Each replay is exactly the stream's next events after its lastSeen: no gap, nothing extra.
+          assert.isAbove(replays.length, 3)
+          for (const { events, lastSeen } of replays) {
+            const expected = streamed.filter((e) => e.id > lastSeen).slice(0, events.length)
+            assert.deepStrictEqual(events, expected)
+          }
+          assert.deepStrictEqual(yield* reader(EventLog.use((log) => log.after(start, 100_000))), streamed)
+        }),
+      { timeout: 60_000 }
+    )
+  })
+})
