@@ -1,0 +1,45 @@
+/**
+ * Chooses the storage from the configuration: Postgres when `DATABASE_URL`
+ * is set, otherwise the embedded database under `JANUS_HOME`.
+ *
+ * Both give the same services; the gateway never asks which one it has.
+ *
+ * @since 0.1.0
+ */
+import { Embedded, MasterKey, Postgres, type Storage } from "@janus/storage"
+import { Effect, Layer, Option } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
+import { JanusConfig } from "./config/JanusConfig.ts"
+
+export type StorageServices = Storage.Storage | SqlClient.SqlClient | MasterKey
+
+/** Where the data lives, for the start-up message. */
+export const describeStorage = (config: JanusConfig["Service"]): string =>
+  Option.match(config.DATABASE_URL, {
+    onNone: () => `embedded database in ${config.JANUS_HOME}/data (master key ${config.JANUS_HOME}/master.key)`,
+    onSome: () => "Postgres (DATABASE_URL)"
+  })
+
+export const StorageLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* JanusConfig
+  const ttls = { configCacheTtl: config.CONFIG_CACHE_TTL, secretCacheTtl: config.SECRET_CACHE_TTL }
+  return Option.match(config.DATABASE_URL, {
+    onNone: (): Layer.Layer<StorageServices, Layer.Error<ReturnType<typeof Embedded.layer>>> =>
+      Embedded.layer({
+        janusDir: config.JANUS_HOME,
+        masterKey: Option.getOrUndefined(config.JANUS_MASTER_KEY),
+        ...ttls
+      }),
+    onSome: (url): Layer.Layer<StorageServices, Layer.Error<ReturnType<typeof Postgres.layer>>> =>
+      Postgres.layer({
+        url,
+        maxConnections: config.DB_MAX_OPEN_CONNS,
+        idleTimeout: config.DB_IDLE_TIMEOUT,
+        connectionTTL: config.DB_CONN_MAX_LIFETIME,
+        // JanusConfig refuses DATABASE_URL without JANUS_MASTER_KEY, so this is present.
+        masterKey: Option.getOrThrow(config.JANUS_MASTER_KEY),
+        previousMasterKeys: config.JANUS_MASTER_KEY_PREVIOUS,
+        ...ttls
+      })
+  })
+}))

@@ -1,0 +1,38 @@
+/**
+ * `janus serve`: runs the gateway until SIGINT/SIGTERM.
+ *
+ * On start it prints where to reach it, where the data lives and, when no
+ * active admin token exists (the first start), a new admin token. That token
+ * is printed once, to stdout only, and stored only as a hash.
+ *
+ * @since 0.1.0
+ */
+import { AdminTokens, type InvalidInput } from "@janus/storage"
+import { Console, Effect, Layer, Redacted } from "effect"
+import { Command } from "effect/cli"
+import { HttpServer } from "effect/http"
+import { JanusConfig } from "../config/JanusConfig.ts"
+import * as Gateway from "../Gateway.ts"
+import { describeStorage } from "../StorageLive.ts"
+
+const announce = Effect.gen(function*() {
+  const config = yield* JanusConfig
+  const server = yield* HttpServer.HttpServer
+  const admins = yield* AdminTokens
+  const url = HttpServer.formatAddress(server.address)
+  yield* Console.log(`Janus is listening on ${url}`)
+  yield* Console.log(`  data: ${describeStorage(config)}`)
+  yield* Console.log(`  health: ${url}/healthz, readiness: ${url}/readyz`)
+  if ((yield* admins.count) === 0) {
+    const created = yield* admins.create({ name: "initial admin" })
+    yield* Console.log("")
+    yield* Console.log("  Admin token (shown once; store it now, it cannot be shown again):")
+    yield* Console.log(`    ${Redacted.value(created.plaintext)}`)
+  }
+})
+
+export const serve: Command.Command<"serve", {}, {}, Gateway.StartError | InvalidInput, JanusConfig> = Command.make(
+  "serve",
+  {},
+  () => Layer.launch(Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer)))
+).pipe(Command.withDescription("Run the gateway until SIGINT or SIGTERM"))
