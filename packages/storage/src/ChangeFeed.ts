@@ -40,6 +40,11 @@ export class ChangeFeed extends Context.Service<ChangeFeed, {
   /** Every change, local and remote, as it is delivered. */
   readonly changes: Stream.Stream<Change>
   /**
+   * Only the changes this instance wrote, after they committed: what one
+   * instance (and only one) should announce, e.g. to the event log.
+   */
+  readonly local: Stream.Stream<Change>
+  /**
    * Runs `invalidate` for every change before it appears on `changes`, and
    * for local writes before the write returns. Removed when the scope closes.
    */
@@ -52,6 +57,7 @@ export class ChangeFeed extends Context.Service<ChangeFeed, {
       const notifications = yield* Notifications
       const origin = randomUUID()
       const hub = yield* PubSub.unbounded<Change>()
+      const localHub = yield* PubSub.unbounded<Change>()
       const invalidators = new Set<Invalidator>()
 
       const deliver = (change: Change) =>
@@ -82,7 +88,7 @@ export class ChangeFeed extends Context.Service<ChangeFeed, {
       const publish = (change: Change) =>
         Effect.andThen(
           sql`SELECT pg_notify(${channel}, ${encode(change)})`,
-          sql.afterCommit(deliver(change))
+          sql.afterCommit(Effect.andThen(deliver(change), PubSub.publish(localHub, change)))
         )
 
       // One listening session; ends with the SqlError when its connection is lost.
@@ -111,6 +117,7 @@ export class ChangeFeed extends Context.Service<ChangeFeed, {
       return ChangeFeed.of({
         publish,
         changes: Stream.fromPubSub(hub),
+        local: Stream.fromPubSub(localHub),
         register: (invalidate) =>
           Effect.acquireRelease(
             Effect.sync(() => invalidators.add(invalidate)),

@@ -1,0 +1,493 @@
+/**
+ * The MCP methods the gateway serves, shared by every transport and revision:
+ * `server/discover` (2026-07-28), `initialize` results and `ping` (2025 era),
+ * `tools/list`, `tools/call`, and empty `prompts/*` / `resources/*` lists.
+ *
+ * Spec rules this module enforces:
+ * - `tools/list` is paginated with an opaque cursor; the order is the
+ *   catalog's name order, and the cursor names the last tool of the previous
+ *   page, so pages stay consistent while tools are added or removed. An
+ *   unknown cursor is Invalid Params (-32602).
+ * - 2026-07-28 results carry `resultType`, identify the server in
+ *   `_meta["io.modelcontextprotocol/serverInfo"]`, and list results
+ *   (`tools/list`, `prompts/list`, `resources/list`,
+ *   `resources/templates/list`) and `server/discover` carry `ttlMs` and
+ *   `cacheScope` (tool lists depend on the caller, so they are `private`).
+ * - An `input_required` outcome (multi round-trip, 2026-07-28) needs the client
+ *   capabilities of its input requests; if they were not declared in
+ *   `_meta["io.modelcontextprotocol/clientCapabilities"]` the request fails with
+ *   MissingRequiredClientCapability (-32021, HTTP 400) and
+ *   `data.requiredCapabilities`. 2025-era clients cannot receive one and get a
+ *   tool error result instead.
+ * - Unknown tools and bad arguments are Invalid Params (-32602); gateway
+ *   refusals (limits, shedding, breaker, authorization) are -32000 with
+ *   `data.reason`.
+ * - Methods are case-sensitive; unknown ones are Method not found (-32601),
+ *   HTTP 404 on 2026-07-28.
+ *
+ * Everything that does not depend on the request is encoded once when the
+ * dispatcher is built (discover, initialize results, empty lists, the result
+ * suffixes); `tools/list` pages are encoded once per catalog list instance.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import * as Base64Url from "effect/encoding/Base64Url"
+import * as Result from "effect/Result"
+import type { Caller } from "./Caller.ts"
+import { McpGuard } from "./Guard.ts"
+import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
+import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
+import {
+  type CallToolResult,
+  describeToolCallError,
+  type InputRequest,
+  type InputRequiredResult,
+  type ProgressReporter,
+  type Tool,
+  type ToolCallError,
+  type ToolCallOutcome,
+  ToolCatalog
+} from "./ToolCatalog.ts"
+
+/** Server identity (`serverInfo`). */
+export interface ServerInfo {
+  readonly name: string
+  readonly version: string
+  readonly title?: string | undefined
+  readonly description?: string | undefined
+  readonly websiteUrl?: string | undefined
+}
+
+/** @since 0.1.0 */
+export interface DispatcherOptions {
+  readonly serverInfo: ServerInfo
+  readonly instructions?: string | undefined
+  /** Tools per `tools/list` page. Default 100. */
+  readonly pageSize?: number | undefined
+  /** `ttlMs` of 2026-07-28 `tools/list` results. Default 0 (immediately stale). */
+  readonly toolsListTtlMs?: number | undefined
+  /** `ttlMs` of 2026-07-28 `server/discover` results. Default 0. */
+  readonly discoverTtlMs?: number | undefined
+}
+
+/** Per-request facts the methods need. */
+export interface CallContext {
+  /** `true` on the 2026-07-28 wire. */
+  readonly stateless: boolean
+  readonly caller: Caller
+  readonly clientCapabilities: Readonly<Record<string, unknown>>
+  /** Present when the request carried `_meta.progressToken` and the transport can stream. */
+  readonly progress: Option.Option<ProgressReporter>
+}
+
+/** A `x-mcp-header` annotated argument of a tool (2026-07-28 `Mcp-Param-*`). */
+export interface HeaderBinding {
+  /** Lower-case header name, `mcp-param-<name>`. */
+  readonly header: string
+  /** The header as declared, `Mcp-Param-<Name>`. */
+  readonly headerName: string
+  /** Property path in `arguments`. */
+  readonly path: ReadonlyArray<string>
+  readonly display: string
+}
+
+/** What the gateway derives once from one catalog list instance. */
+export interface PreparedTools {
+  readonly tools: ReadonlyArray<Tool>
+  readonly names: ReadonlyArray<string>
+  readonly headerBindings: ReadonlyMap<string, ReadonlyArray<HeaderBinding>>
+  readonly pages: Map<number, string>
+}
+
+/** @since 0.1.0 */
+export class Dispatcher extends Context.Service<Dispatcher, {
+  /** Runs a request method; resolves to the encoded `result`. */
+  readonly dispatch: (
+    context: CallContext,
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined
+  ) => Effect.Effect<ResultJson, ProtocolError>
+  /** The encoded `initialize` result for a negotiated 2025-era revision. */
+  readonly initializeResult: (version: StatefulVersion) => ResultJson
+  /** The caller's tool list with its derived data. */
+  readonly prepared: (caller: Caller) => Effect.Effect<PreparedTools>
+  /** The encoded `serverInfo`, for results built by transports. */
+  readonly serverInfoJson: string
+}>()("@janus/gateway/mcp/Dispatcher") {
+  /** @since 0.1.0 */
+  static readonly layer = (options: DispatcherOptions): Layer.Layer<Dispatcher, never, ToolCatalog | McpGuard> =>
+    Layer.effect(Dispatcher, make(options))
+}
+
+const byName = (a: Tool, b: Tool): number => a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+
+/** `x-mcp-header` annotations reachable from the schema root through `properties` only. */
+export const headerBindingsOf = (inputSchema: unknown): ReadonlyArray<HeaderBinding> => {
+  const bindings: Array<HeaderBinding> = []
+  const visit = (schema: unknown, path: ReadonlyArray<string>) => {
+    if (typeof schema !== "object" || schema === null) return
+    const record = schema as Record<string, unknown>
+    const annotation = record["x-mcp-header"]
+    if (typeof annotation === "string" && path.length > 0 && /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(annotation)) {
+      bindings.push({
+        header: `mcp-param-${annotation.toLowerCase()}`,
+        headerName: `Mcp-Param-${annotation}`,
+        path,
+        display: path.join(".")
+      })
+    }
+    const properties = record.properties
+    if (typeof properties === "object" && properties !== null) {
+      for (const [key, child] of Object.entries(properties)) visit(child, [...path, key])
+    }
+  }
+  visit(inputSchema, [])
+  return bindings
+}
+
+const encodeCursor = (lastName: string): string => Base64Url.encode(`t:${lastName}`)
+
+const decodeCursor = (cursor: string): string | undefined => {
+  const decoded = Base64Url.decodeString(cursor)
+  if (Result.isFailure(decoded) || !decoded.success.startsWith("t:")) return undefined
+  return decoded.success.slice(2)
+}
+
+/** Index of the first name greater than `name` in a sorted array. */
+const upperBound = (names: ReadonlyArray<string>, name: string): number => {
+  let lo = 0
+  let hi = names.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (names[mid]! <= name) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The client capabilities an input request needs that `declared` lacks. */
+export const missingCapabilities = (
+  inputRequests: Readonly<Record<string, InputRequest>> | undefined,
+  declared: Readonly<Record<string, unknown>>
+): Record<string, Record<string, unknown>> => {
+  const missing: Record<string, Record<string, unknown>> = {}
+  for (const request of Object.values(inputRequests ?? {})) {
+    switch (request.method) {
+      case "sampling/createMessage": {
+        const sampling = declared.sampling
+        if (!isObject(sampling)) missing.sampling = {}
+        else if (request.params?.tools !== undefined && !isObject(sampling.tools)) {
+          missing.sampling = { ...missing.sampling, tools: {} }
+        }
+        break
+      }
+      case "elicitation/create": {
+        const elicitation = declared.elicitation
+        const mode = request.params?.mode === "url" ? "url" : "form"
+        const ok = isObject(elicitation) &&
+          (mode === "url"
+            ? isObject(elicitation.url)
+            : isObject(elicitation.form) || Object.keys(elicitation).length === 0)
+        if (!ok) missing.elicitation = { ...missing.elicitation, [mode]: {} }
+        break
+      }
+      case "roots/list":
+        if (!isObject(declared.roots)) missing.roots = {}
+        break
+    }
+  }
+  return missing
+}
+
+const toProtocolError = (error: ToolCallError): ProtocolError => {
+  switch (error._tag) {
+    case "ToolNotFound":
+    case "InvalidToolArguments":
+      return ProtocolError.invalidParams(describeToolCallError(error))
+    case "ToolCallRefused":
+      return new ProtocolError({
+        code: ErrorCode.refused,
+        message: describeToolCallError(error),
+        data: error.retryAfterMs === undefined ?
+          { reason: error.reason, tool: error.name } :
+          { reason: error.reason, tool: error.name, retryAfterMs: error.retryAfterMs },
+        status: 200
+      })
+  }
+}
+
+/** What the client sees of a defect: no internals. */
+const internalError = (name: string): ProtocolError =>
+  new ProtocolError({
+    code: ErrorCode.internalError,
+    message: `Internal error while calling tool '${name}'; the gateway logged the cause, retry or report it`,
+    status: 200
+  })
+
+const isInputRequired = (outcome: ToolCallOutcome): outcome is InputRequiredResult =>
+  (outcome as { resultType?: unknown }).resultType === "input_required"
+
+/** Methods of the 2025 era answered with "not supported" rather than routed. */
+const statefulMethods: ReadonlySet<string> = new Set([
+  "ping",
+  "tools/list",
+  "tools/call",
+  "prompts/list",
+  "prompts/get",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read"
+])
+const statelessMethods: ReadonlySet<string> = new Set([
+  "server/discover",
+  "tools/list",
+  "tools/call",
+  "prompts/list",
+  "prompts/get",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read"
+])
+
+/** Whether a method is served on a wire (`subscriptions/listen` is the transport's). */
+export const isKnownMethod = (stateless: boolean, method: string): boolean =>
+  stateless ? statelessMethods.has(method) || method === "subscriptions/listen" : statefulMethods.has(method)
+
+const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
+  const catalog = yield* ToolCatalog
+  const guard = yield* McpGuard
+  const pageSize = Math.max(1, options.pageSize ?? 100)
+  const toolsTtl = Math.max(0, Math.floor(options.toolsListTtlMs ?? 0))
+  const discoverTtl = Math.max(0, Math.floor(options.discoverTtlMs ?? 0))
+  const serverInfo = { ...options.serverInfo }
+  const serverInfoJson = JSON.stringify(serverInfo)
+  const statelessMeta = { [Meta.serverInfo]: serverInfo }
+  const statelessMetaJson = `"_meta":{${JSON.stringify(Meta.serverInfo)}:${serverInfoJson}}`
+  const completeSuffix = `,"resultType":"complete",${statelessMetaJson}}`
+  const capabilities = { tools: { listChanged: true }, prompts: {}, resources: {} }
+
+  const discoverJson = JSON.stringify({
+    supportedVersions: SUPPORTED_VERSIONS,
+    capabilities,
+    ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+    ttlMs: discoverTtl,
+    cacheScope: "public",
+    resultType: "complete",
+    _meta: statelessMeta
+  })
+  const initializeJson = new Map<string, string>()
+  const initializeResult = (version: StatefulVersion): ResultJson => {
+    let json = initializeJson.get(version)
+    if (json === undefined) {
+      json = JSON.stringify({
+        protocolVersion: version,
+        capabilities,
+        serverInfo,
+        ...(options.instructions === undefined ? {} : { instructions: options.instructions })
+      })
+      initializeJson.set(version, json)
+    }
+    return json
+  }
+  const emptyList = (key: string, stateless: boolean): ResultJson =>
+    stateless ?
+      `{${JSON.stringify(key)}:[],"ttlMs":0,"cacheScope":"public"${completeSuffix}` :
+      `{${JSON.stringify(key)}:[]}`
+  const emptyLists = {
+    stateless: {
+      prompts: emptyList("prompts", true),
+      resources: emptyList("resources", true),
+      resourceTemplates: emptyList("resourceTemplates", true)
+    },
+    stateful: {
+      prompts: emptyList("prompts", false),
+      resources: emptyList("resources", false),
+      resourceTemplates: emptyList("resourceTemplates", false)
+    }
+  }
+  const toolsListSuffix = `,"ttlMs":${toolsTtl},"cacheScope":"private"${completeSuffix}`
+
+  const preparedCache = new WeakMap<ReadonlyArray<Tool>, PreparedTools>()
+  const prepare = (list: ReadonlyArray<Tool>): PreparedTools => {
+    let prepared = preparedCache.get(list)
+    if (prepared !== undefined) return prepared
+    let tools = list
+    for (let i = 1; i < list.length; i++) {
+      if (list[i - 1]!.name > list[i]!.name) {
+        tools = [...list].sort(byName)
+        break
+      }
+    }
+    const headerBindings = new Map<string, ReadonlyArray<HeaderBinding>>()
+    for (const tool of tools) {
+      const bindings = headerBindingsOf(tool.inputSchema)
+      if (bindings.length > 0) headerBindings.set(tool.name, bindings)
+    }
+    prepared = { tools, names: tools.map((tool) => tool.name), headerBindings, pages: new Map() }
+    preparedCache.set(list, prepared)
+    return prepared
+  }
+  const prepared = (caller: Caller) => Effect.map(catalog.list(caller), prepare)
+
+  const listTools = Effect.fnUntraced(function*(
+    context: CallContext,
+    params: Readonly<Record<string, unknown>> | undefined
+  ) {
+    const tools = yield* prepared(context.caller)
+    const cursor = params?.cursor
+    let start = 0
+    if (cursor !== undefined) {
+      const after = typeof cursor === "string" ? decodeCursor(cursor) : undefined
+      if (after === undefined) {
+        return yield* ProtocolError.invalidParams(
+          `Invalid cursor ${
+            JSON.stringify(cursor)
+          }: it was not issued by this server's tools/list; omit the cursor to start from the first page`
+        )
+      }
+      start = upperBound(tools.names, after)
+    }
+    let page = tools.pages.get(start)
+    if (page === undefined) {
+      page = JSON.stringify(tools.tools.slice(start, start + pageSize))
+      tools.pages.set(start, page)
+    }
+    const end = start + pageSize
+    const next = end < tools.tools.length ? `,"nextCursor":${JSON.stringify(encodeCursor(tools.names[end - 1]!))}` : ""
+    return context.stateless ? `{"tools":${page}${next}${toolsListSuffix}` : `{"tools":${page}${next}}`
+  })
+
+  const encodeComplete = (result: CallToolResult, stateless: boolean): ResultJson => {
+    if (!stateless) return JSON.stringify(result)
+    const meta = result._meta === undefined ? statelessMeta : { ...result._meta, ...statelessMeta }
+    return JSON.stringify({ ...result, resultType: "complete", _meta: meta })
+  }
+
+  const callTool = Effect.fnUntraced(function*(
+    context: CallContext,
+    params: Readonly<Record<string, unknown>> | undefined
+  ) {
+    const name = params?.name
+    if (typeof name !== "string") {
+      return yield* ProtocolError.invalidParams(
+        `tools/call requires params.name (a string), got ${JSON.stringify(name) ?? "nothing"}`
+      )
+    }
+    const args = params?.arguments
+    if (args !== undefined && !isObject(args)) {
+      return yield* ProtocolError.invalidParams(
+        `tools/call params.arguments must be an object, got ${Array.isArray(args) ? "an array" : typeof args}`
+      )
+    }
+    const inputResponses = params?.inputResponses
+    const requestState = params?.requestState
+    if (inputResponses !== undefined && !isObject(inputResponses)) {
+      return yield* ProtocolError.invalidParams("tools/call params.inputResponses must be an object")
+    }
+    if (requestState !== undefined && typeof requestState !== "string") {
+      return yield* ProtocolError.invalidParams("tools/call params.requestState must be a string")
+    }
+    const abort = new AbortController()
+    const outcome = yield* guard.guardCall(
+      context.caller,
+      name,
+      catalog.call(context.caller, {
+        name,
+        arguments: args ?? {},
+        signal: abort.signal,
+        progress: context.progress,
+        inputResponses,
+        requestState
+      })
+    ).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
+      Effect.mapError(toProtocolError),
+      Effect.catchDefect((defect) =>
+        Effect.andThen(
+          Effect.logError(`tools/call of '${name}' failed unexpectedly`, defect),
+          Effect.fail(internalError(name))
+        )
+      )
+    )
+    if (!isInputRequired(outcome)) return encodeComplete(outcome, context.stateless)
+    if (!context.stateless) {
+      return JSON.stringify({
+        content: [{
+          type: "text",
+          text:
+            `Tool '${name}' needs input from the client (multi round-trip), which this gateway relays only to protocol 2026-07-28 clients; reconnect with 2026-07-28 to use it`
+        }],
+        isError: true
+      })
+    }
+    const missing = missingCapabilities(outcome.inputRequests, context.clientCapabilities)
+    if (Object.keys(missing).length > 0) {
+      return yield* new ProtocolError({
+        code: ErrorCode.missingRequiredClientCapability,
+        message: `Tool '${name}' needs client capabilities the request did not declare (${
+          Object.keys(missing).join(", ")
+        }); declare them in _meta["${Meta.clientCapabilities}"]`,
+        data: { requiredCapabilities: missing },
+        status: 400
+      })
+    }
+    const meta = outcome._meta === undefined ? statelessMeta : { ...outcome._meta, ...statelessMeta }
+    return JSON.stringify({ ...outcome, _meta: meta })
+  })
+
+  const dispatch = (
+    context: CallContext,
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined
+  ): Effect.Effect<ResultJson, ProtocolError> => {
+    const lists = context.stateless ? emptyLists.stateless : emptyLists.stateful
+    switch (method) {
+      case "tools/call":
+        return callTool(context, params)
+      case "tools/list":
+        return listTools(context, params)
+      case "server/discover":
+        if (context.stateless) return Effect.succeed(discoverJson)
+        break
+      case "ping":
+        if (!context.stateless) return Effect.succeed("{}")
+        break
+      case "prompts/list":
+        return Effect.succeed(lists.prompts)
+      case "resources/list":
+        return Effect.succeed(lists.resources)
+      case "resources/templates/list":
+        return Effect.succeed(lists.resourceTemplates)
+      case "prompts/get":
+        return Effect.fail(ProtocolError.invalidParams(
+          `Unknown prompt ${JSON.stringify(params?.name)}: this server offers no prompts (prompts/list is empty)`
+        ))
+      case "resources/read":
+        return Effect.fail(
+          new ProtocolError({
+            code: ErrorCode.invalidParams,
+            message: `Resource ${
+              JSON.stringify(params?.uri)
+            } not found: this server offers no resources (resources/list is empty)`,
+            data: { uri: params?.uri },
+            status: 200
+          })
+        )
+    }
+    return Effect.fail(
+      ProtocolError.methodNotFound(
+        method,
+        context.stateless ? 404 : 200,
+        context.stateless ?
+          "is not a 2026-07-28 method served by this endpoint" :
+          "is not served by this endpoint (it serves tools; prompts and resources lists are empty)"
+      )
+    )
+  }
+
+  return Dispatcher.of({ dispatch, initializeResult, prepared, serverInfoJson })
+})

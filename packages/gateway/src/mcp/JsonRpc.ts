@@ -1,0 +1,148 @@
+/**
+ * JSON-RPC 2.0 framing for MCP: classifying a parsed body, the error type every
+ * protocol refusal travels as, and the encoders that put results, errors and
+ * notifications on the wire.
+ *
+ * Spec rules this module enforces:
+ * - A message is a request (`jsonrpc: "2.0"`, string or number `id`, string
+ *   `method`, object `params` if any), a notification (no `id`) or a response
+ *   (`id` with exactly one of `result` / `error`); anything else is an Invalid
+ *   Request (-32600), answered with the request id when one can be read.
+ * - MCP `params` are always objects.
+ * - Errors carry `code`, a one-sentence `message` (what was wrong, the value,
+ *   what is expected) and optional `data`; never stack traces.
+ *
+ * Encoding is done by string concatenation around a single `JSON.stringify` of
+ * the payload, so no value is serialized twice (results that are already JSON,
+ * such as cached `tools/list` pages, are spliced in unchanged).
+ *
+ * @since 0.1.0
+ */
+import { Data } from "effect"
+import type { McpSchema } from "effect/ai"
+import { ErrorCode } from "./Protocol.ts"
+
+/** A JSON-RPC request id. */
+export type RequestId = McpSchema.RequestId
+
+/** A parsed JSON-RPC message, or why it is not one. */
+export type Message =
+  | {
+    readonly _tag: "Request"
+    readonly id: RequestId
+    readonly method: string
+    readonly params: Readonly<Record<string, unknown>> | undefined
+  }
+  | {
+    readonly _tag: "Notification"
+    readonly method: string
+    readonly params: Readonly<Record<string, unknown>> | undefined
+  }
+  | { readonly _tag: "Response"; readonly id: RequestId | null }
+  | { readonly _tag: "Invalid"; readonly id: RequestId | null; readonly reason: string }
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const isId = (u: unknown): u is RequestId => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
+
+/** Classifies one parsed JSON value as a JSON-RPC message. */
+export const classify = (value: unknown): Message => {
+  if (!isObject(value)) {
+    return { _tag: "Invalid", id: null, reason: "a JSON-RPC message must be a JSON object" }
+  }
+  const id = isId(value.id) ? value.id : null
+  if (value.jsonrpc !== "2.0") {
+    return {
+      _tag: "Invalid",
+      id,
+      reason: `"jsonrpc" is ${JSON.stringify(value.jsonrpc) ?? "missing"}; expected "2.0"`
+    }
+  }
+  if ("method" in value) {
+    if (typeof value.method !== "string") {
+      return { _tag: "Invalid", id, reason: `"method" must be a string, got ${typeof value.method}` }
+    }
+    const params = value.params
+    if (params !== undefined && !isObject(params)) {
+      return { _tag: "Invalid", id, reason: `"params" of '${value.method}' must be an object` }
+    }
+    if (!("id" in value)) return { _tag: "Notification", method: value.method, params }
+    if (id === null) {
+      return { _tag: "Invalid", id: null, reason: `"id" must be a string or a number, got ${JSON.stringify(value.id)}` }
+    }
+    return { _tag: "Request", id, method: value.method, params }
+  }
+  if ("result" in value !== "error" in value) return { _tag: "Response", id }
+  return { _tag: "Invalid", id, reason: "the message has neither a \"method\" nor exactly one of \"result\"/\"error\"" }
+}
+
+/**
+ * A JSON-RPC error response to send, with the HTTP status the transport uses
+ * when the error is the whole HTTP response (`200` for ordinary errors).
+ */
+export class ProtocolError extends Data.TaggedError("ProtocolError")<{
+  readonly code: number
+  readonly message: string
+  readonly data?: unknown
+  readonly status: number
+}> {
+  /** @since 0.1.0 */
+  static invalidRequest(message: string, status = 400): ProtocolError {
+    return new ProtocolError({ code: ErrorCode.invalidRequest, message, status })
+  }
+  /** @since 0.1.0 */
+  static invalidParams(message: string, status = 200): ProtocolError {
+    return new ProtocolError({ code: ErrorCode.invalidParams, message, status })
+  }
+  /** @since 0.1.0 */
+  static methodNotFound(method: string, status: number, hint: string): ProtocolError {
+    return new ProtocolError({
+      code: ErrorCode.methodNotFound,
+      message: `Method not found: '${method}' ${hint}`,
+      status
+    })
+  }
+  /** @since 0.1.0 */
+  static headerMismatch(message: string): ProtocolError {
+    return new ProtocolError({ code: ErrorCode.headerMismatch, message, status: 400 })
+  }
+}
+
+/** A JSON string of a JSON-RPC `result`, ready to be spliced into a response. */
+export type ResultJson = string
+
+const idJson = (id: RequestId | null): string =>
+  id === null ? "null" : typeof id === "number" ? String(id) : JSON.stringify(id)
+
+/** `{"jsonrpc":"2.0","id":…,"result":…}` around an already-encoded result. */
+export const encodeResult = (id: RequestId, result: ResultJson): string =>
+  `{"jsonrpc":"2.0","id":${idJson(id)},"result":${result}}`
+
+/** `{"jsonrpc":"2.0","id":…,"error":{…}}`. */
+export const encodeError = (id: RequestId | null, error: ProtocolError): string =>
+  `{"jsonrpc":"2.0","id":${idJson(id)},"error":${
+    JSON.stringify(
+      error.data === undefined ?
+        { code: error.code, message: error.message } :
+        { code: error.code, message: error.message, data: error.data }
+    )
+  }}`
+
+/** `{"jsonrpc":"2.0","method":…,"params":…}`; `params` is already JSON or omitted. */
+export const encodeNotification = (method: string, paramsJson?: string): string =>
+  paramsJson === undefined ?
+    `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}` :
+    `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${paramsJson}}`
+
+/** A `notifications/progress` message for a request's `progressToken`. */
+export const encodeProgress = (
+  token: string | number,
+  progress: number,
+  total: number | undefined,
+  message: string | undefined
+): string =>
+  encodeNotification(
+    "notifications/progress",
+    JSON.stringify({ progressToken: token, progress, total, message })
+  )

@@ -1,0 +1,204 @@
+/**
+ * The deprecated HTTP+SSE transport of protocol 2024-11-05, for old clients:
+ * `GET /sse` opens the server-to-client stream and announces, in an `endpoint`
+ * event, the URL to POST messages to (`/messages?sessionId=…`); every POST is
+ * answered `202 Accepted` and its response travels on the stream as a
+ * `message` event.
+ *
+ * Spec rules (2024-11-05 "Transports", "HTTP with SSE"): the first event is
+ * `endpoint`; server messages are `message` events whose data is the JSON-RPC
+ * message; the same `Origin` validation (403) applies. A POST for an unknown
+ * or closed stream is 404, one without `sessionId` 400. Requests run while the
+ * stream is open: closing it cancels them, and `notifications/cancelled`
+ * cancels one. The stream also carries coalesced
+ * `notifications/tools/list_changed`.
+ *
+ * The session lives with its SSE connection, so it is local to the instance
+ * that holds the connection (this transport cannot move between replicas).
+ *
+ * @since 0.1.0
+ */
+import { Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Option, Queue, Stream } from "effect"
+import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
+import type { Caller } from "./Caller.ts"
+import { Dispatcher } from "./Dispatcher.ts"
+import * as HttpReply from "./HttpReply.ts"
+import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
+import { classify, encodeError, encodeNotification, encodeProgress, encodeResult, ProtocolError } from "./JsonRpc.ts"
+import { ListChangedSignals } from "./ListChanged.ts"
+import { accepts, ErrorCode, Header, isStatefulVersion, LATEST_STATEFUL_VERSION, mediaTypeEssence } from "./Protocol.ts"
+import { newSessionId } from "./Sessions.ts"
+import * as Sse from "./Sse.ts"
+import type { ProgressReporter } from "./ToolCatalog.ts"
+
+/** What the Streamable HTTP module shares with this transport. */
+export interface LegacyOptions {
+  readonly ssePath: HttpRouter.PathInput
+  readonly messagesPath: HttpRouter.PathInput
+  readonly gate: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<Caller | HttpServerResponse.HttpServerResponse>
+  readonly isResponse: (u: Caller | HttpServerResponse.HttpServerResponse) => u is HttpServerResponse.HttpServerResponse
+  readonly readBody: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<ParsedBody | HttpServerResponse.HttpServerResponse>
+  readonly keepAlive: Duration.Duration
+  readonly shutdown: Deferred.Deferred<void>
+}
+
+interface LegacySession {
+  readonly caller: Caller
+  readonly outbound: Queue.Queue<string, Cause.Done>
+  readonly fibers: FiberSet.FiberSet<void, never>
+  readonly inflight: Map<string, Fiber.Fiber<void>>
+  clientCapabilities: Readonly<Record<string, unknown>>
+}
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Adds the two legacy routes. */
+export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
+  const router = yield* HttpRouter.HttpRouter
+  const dispatcher = yield* Dispatcher
+  const signals = yield* ListChangedSignals
+  const sessions = new Map<string, LegacySession>()
+  const listChanged = Sse.named("message", encodeNotification("notifications/tools/list_changed"))
+
+  const open = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.gen(function*() {
+      const gated = yield* options.gate(request)
+      if (options.isResponse(gated)) return gated
+      if (!accepts(request.headers[Header.accept], "text/event-stream")) {
+        return HttpReply.error(
+          null,
+          ProtocolError.invalidRequest(
+            `Accept ${JSON.stringify(request.headers[Header.accept] ?? "(missing)")} must list text/event-stream`,
+            406
+          )
+        )
+      }
+      const id = newSessionId()
+      const endpoint = `${options.messagesPath}?sessionId=${id}`
+      const events = Stream.unwrap(Effect.gen(function*() {
+        const outbound = yield* Queue.unbounded<string, Cause.Done>()
+        const fibers = yield* FiberSet.make<void, never>()
+        sessions.set(id, { caller: gated, outbound, fibers, inflight: new Map(), clientCapabilities: {} })
+        yield* Effect.addFinalizer(() => Effect.sync(() => sessions.delete(id)))
+        const changes = yield* signals.subscribe
+        return Stream.concat(
+          Stream.succeed(Sse.named("endpoint", endpoint)),
+          Stream.mergeAll([
+            Stream.fromQueue(outbound),
+            Stream.map(changes, () => listChanged),
+            Stream.map(Stream.tick(options.keepAlive).pipe(Stream.drop(1)), () => Sse.keepAlive)
+          ], { concurrency: "unbounded" })
+        )
+      })).pipe(Stream.interruptWhen(Deferred.await(options.shutdown)))
+      return Sse.response(events)
+    })
+
+  const handle = (session: LegacySession, body: unknown) =>
+    Effect.gen(function*() {
+      const message = classify(body)
+      const send = (json: string) => Queue.offer(session.outbound, Sse.named("message", json))
+      switch (message._tag) {
+        case "Invalid":
+          return yield* send(
+            encodeError(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
+          )
+        case "Response":
+          return
+        case "Notification": {
+          if (message.method !== "notifications/cancelled") return
+          const requestId = message.params?.requestId
+          const fiber = session.inflight.get(`${typeof requestId}:${String(requestId)}`)
+          if (fiber !== undefined) yield* Effect.forkDetach(Fiber.interrupt(fiber))
+          return
+        }
+        case "Request":
+          break
+      }
+      if (message.method === "initialize") {
+        const requested = message.params?.protocolVersion
+        const capabilities = message.params?.capabilities
+        session.clientCapabilities = isObject(capabilities) ? capabilities : {}
+        const version = isStatefulVersion(requested) ? requested : LATEST_STATEFUL_VERSION
+        return yield* send(encodeResult(message.id, dispatcher.initializeResult(version)))
+      }
+      const meta = message.params?._meta
+      const token = isObject(meta) ? meta.progressToken : undefined
+      const progress = typeof token === "string" || typeof token === "number" ?
+        Option.some<ProgressReporter>((value, total, text) =>
+          Effect.asVoid(send(encodeProgress(token, value, total, text)))
+        ) :
+        Option.none()
+      const key = `${typeof message.id}:${String(message.id)}`
+      const fiber = yield* FiberSet.run(
+        session.fibers,
+        dispatcher.dispatch(
+          { stateless: false, caller: session.caller, clientCapabilities: session.clientCapabilities, progress },
+          message.method,
+          message.params
+        ).pipe(
+          Effect.matchCauseEffect({
+            onSuccess: (result) => send(encodeResult(message.id, result)),
+            onFailure: (cause) =>
+              Cause.hasInterruptsOnly(cause) ? Effect.void : send(encodeError(
+                message.id,
+                Option.getOrElse(
+                  Cause.findErrorOption(cause),
+                  () => new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 })
+                )
+              ))
+          }),
+          Effect.asVoid,
+          Effect.ensuring(Effect.sync(() => session.inflight.delete(key)))
+        )
+      )
+      session.inflight.set(key, fiber)
+    })
+
+  const post = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.gen(function*() {
+      const gated = yield* options.gate(request)
+      if (options.isResponse(gated)) return gated
+      const sessionId = new URL(request.url, "http://localhost").searchParams.get("sessionId")
+      if (sessionId === null) {
+        return HttpReply.error(
+          null,
+          ProtocolError.invalidRequest(
+            `The sessionId query parameter is missing; POST to the URL of the endpoint event of ${options.ssePath}`
+          )
+        )
+      }
+      const session = sessions.get(sessionId)
+      if (session === undefined || session.caller.id !== gated.id) {
+        return HttpReply.error(
+          null,
+          new ProtocolError({
+            code: ErrorCode.sessionNotFound,
+            message: `sessionId names no open ${options.ssePath} stream; open a new stream with GET ${options.ssePath}`,
+            status: 404
+          })
+        )
+      }
+      const contentType = mediaTypeEssence(request.headers[Header.contentType])
+      if (contentType !== "application/json") {
+        return HttpReply.error(
+          null,
+          ProtocolError.invalidRequest(
+            `Content-Type ${JSON.stringify(contentType ?? "(missing)")} is not supported; expected application/json`,
+            415
+          )
+        )
+      }
+      const read = yield* options.readBody(request)
+      if (!isParsedBody(read)) return read
+      yield* handle(session, read.value)
+      return HttpReply.accepted
+    })
+
+  yield* router.add("GET", options.ssePath, open)
+  yield* router.add("POST", options.messagesPath, post)
+})

@@ -1,0 +1,388 @@
+/**
+ * The 2026-07-28 (stateless) wire of the Streamable HTTP endpoint: one POST per
+ * request, no session, no `initialize`, no GET stream, no resumption.
+ *
+ * Spec rules this module enforces (2026-07-28 "Streamable HTTP", "Versioning",
+ * "Subscriptions", "Cancellation"), in this order:
+ * 1. `MCP-Protocol-Version` is required (400, HeaderMismatch -32020).
+ * 2. `params._meta` must carry `io.modelcontextprotocol/protocolVersion`
+ *    (400, Invalid Params -32602); the header must equal it (400, -32020);
+ *    `io.modelcontextprotocol/clientCapabilities` must be an object (400,
+ *    -32602); `clientInfo` is optional.
+ * 3. A version this server does not implement is 400
+ *    UnsupportedProtocolVersion (-32022) with `data.supported` and
+ *    `data.requested`.
+ * 4. `Mcp-Method` must equal the body's `method` and `Mcp-Name` must equal
+ *    `params.name` / `params.uri` after Base64-sentinel decoding (400, -32020);
+ *    header names are case-insensitive, values case-sensitive, surrounding
+ *    whitespace ignored.
+ * 5. An unknown method is 404 Method not found (-32601).
+ * 6. For `tools/call`, every argument the tool marks with `x-mcp-header` must
+ *    be mirrored in its `Mcp-Param-{Name}` header (decoded, integers compared
+ *    numerically); a missing, malformed or different header is 400, -32020.
+ * Notifications are accepted with 202 (this revision defines no header rules
+ * for them); error responses echo the request id.
+ *
+ * Responses: JSON unless the call reported progress before finishing, in which
+ * case the response becomes an SSE stream of `notifications/progress` followed
+ * by the result. Closing the response stream is the cancellation signal: the
+ * call's fiber is interrupted and its `AbortSignal` aborted.
+ * `subscriptions/listen` answers with a long-lived SSE stream: the
+ * `notifications/subscriptions/acknowledged` first, then coalesced
+ * `notifications/tools/list_changed` (only if the client asked for
+ * `toolsListChanged`), each tagged with the subscription id; on shutdown the
+ * stream ends with the listen result.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Deferred, type Duration, Effect, Exit, Option, Queue, type Scope, Stream } from "effect"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { Caller } from "./Caller.ts"
+import { type CallContext, Dispatcher, type HeaderBinding, isKnownMethod } from "./Dispatcher.ts"
+import * as HttpReply from "./HttpReply.ts"
+import {
+  encodeError,
+  encodeNotification,
+  encodeProgress,
+  encodeResult,
+  type Message,
+  ProtocolError,
+  type RequestId,
+  type ResultJson
+} from "./JsonRpc.ts"
+import { ListChangedSignals } from "./ListChanged.ts"
+import {
+  decodeHeaderValue,
+  ErrorCode,
+  Header,
+  Meta,
+  routingNameKey,
+  STATELESS_VERSION,
+  SUPPORTED_VERSIONS
+} from "./Protocol.ts"
+import * as Sse from "./Sse.ts"
+import type { ProgressReporter } from "./ToolCatalog.ts"
+
+/** @since 0.1.0 */
+export interface StatelessOptions {
+  /** Keep-alive comment interval on `subscriptions/listen` streams. */
+  readonly keepAlive: Duration.Duration
+  /** Completed when the endpoint shuts down: listen streams end gracefully. */
+  readonly shutdown: Deferred.Deferred<void>
+}
+
+type Request = Extract<Message, { _tag: "Request" }>
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const header = (request: HttpServerRequest.HttpServerRequest, name: string): string | undefined => {
+  const value = request.headers[name]
+  return value === undefined ? undefined : value.trim()
+}
+
+const valueAt = (args: unknown, path: ReadonlyArray<string>): unknown => {
+  let current = args
+  for (const key of path) {
+    if (!isObject(current) || !Object.hasOwn(current, key)) return undefined
+    current = current[key]
+  }
+  return current
+}
+
+const headerMatches = (decoded: string, value: unknown): boolean => {
+  switch (typeof value) {
+    case "string":
+      return decoded === value
+    case "boolean":
+      return decoded === String(value)
+    case "number":
+      return decoded.trim() !== "" && Number(decoded) === value
+    default:
+      return false
+  }
+}
+
+/** Checks `Mcp-Param-*` headers against the arguments; the first violation, if any. */
+export const checkParamHeaders = (
+  headers: Readonly<Record<string, string | undefined>>,
+  bindings: ReadonlyArray<HeaderBinding>,
+  args: unknown
+): ProtocolError | undefined => {
+  for (const binding of bindings) {
+    const value = valueAt(args, binding.path)
+    if (value === undefined || value === null) continue
+    const raw = headers[binding.header]
+    if (raw === undefined) {
+      return ProtocolError.headerMismatch(
+        `${binding.headerName} header is missing: arguments.${binding.display} is ${
+          JSON.stringify(value)
+        }, and the tool declares it with x-mcp-header, so the header must carry the same value`
+      )
+    }
+    const decoded = decodeHeaderValue(raw)
+    if (decoded === undefined) {
+      return ProtocolError.headerMismatch(
+        `${binding.headerName} header ${
+          JSON.stringify(raw)
+        } has invalid characters or invalid Base64; expected visible ASCII or =?base64?<valid Base64>?=`
+      )
+    }
+    if (!headerMatches(decoded, value)) {
+      return ProtocolError.headerMismatch(
+        `${binding.headerName} header ${JSON.stringify(decoded)} does not match arguments.${binding.display} ${
+          JSON.stringify(value)
+        }`
+      )
+    }
+  }
+  return undefined
+}
+
+/** Builds the handler of 2026-07-28 POSTs. */
+export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
+  const dispatcher = yield* Dispatcher
+  const signals = yield* ListChangedSignals
+  const supported = { supported: SUPPORTED_VERSIONS }
+
+  /** Rules 1-5; the request context when the request may be dispatched. */
+  const admit = (
+    request: HttpServerRequest.HttpServerRequest,
+    message: Request
+  ): ProtocolError | Readonly<Record<string, unknown>> => {
+    const version = header(request, Header.protocolVersion)
+    if (version === undefined) {
+      return ProtocolError.headerMismatch(
+        `MCP-Protocol-Version header is missing; 2026-07-28 requests must send it, equal to params._meta["${Meta.protocolVersion}"]`
+      )
+    }
+    const meta = message.params?._meta
+    if (!isObject(meta)) {
+      return ProtocolError.invalidParams(
+        `params._meta is missing; 2026-07-28 requests must carry "${Meta.protocolVersion}" and "${Meta.clientCapabilities}" in it`,
+        400
+      )
+    }
+    const claim = meta[Meta.protocolVersion]
+    if (typeof claim !== "string") {
+      return ProtocolError.invalidParams(
+        `params._meta["${Meta.protocolVersion}"] is ${
+          JSON.stringify(claim) ?? "missing"
+        }; expected the protocol version string, e.g. "${STATELESS_VERSION}"`,
+        400
+      )
+    }
+    if (claim !== version) {
+      return ProtocolError.headerMismatch(
+        `MCP-Protocol-Version header '${version}' does not match params._meta["${Meta.protocolVersion}"] '${claim}'`
+      )
+    }
+    if (!isObject(meta[Meta.clientCapabilities])) {
+      return ProtocolError.invalidParams(
+        `params._meta["${Meta.clientCapabilities}"] is ${
+          JSON.stringify(meta[Meta.clientCapabilities]) ?? "missing"
+        }; expected an object (use {} to declare no optional capabilities)`,
+        400
+      )
+    }
+    if (version !== STATELESS_VERSION) {
+      return new ProtocolError({
+        code: ErrorCode.unsupportedProtocolVersion,
+        message: `Unsupported protocol version '${version}' for a request without a session; supported: ${
+          SUPPORTED_VERSIONS.join(", ")
+        } (versions before ${STATELESS_VERSION} start with initialize)`,
+        data: { ...supported, requested: version },
+        status: 400
+      })
+    }
+    const method = header(request, Header.method)
+    if (method === undefined) {
+      return ProtocolError.headerMismatch(`Mcp-Method header is missing; expected '${message.method}'`)
+    }
+    if (method !== message.method) {
+      return ProtocolError.headerMismatch(
+        `Mcp-Method header '${method}' does not match the request method '${message.method}'`
+      )
+    }
+    const nameKey = routingNameKey(message.method)
+    if (nameKey !== undefined) {
+      const name = message.params?.[nameKey]
+      const raw = header(request, Header.name)
+      if (raw === undefined) {
+        return ProtocolError.headerMismatch(
+          `Mcp-Name header is missing; ${message.method} requires it, equal to params.${nameKey} ${
+            JSON.stringify(name) ?? "(absent)"
+          }`
+        )
+      }
+      const decoded = decodeHeaderValue(raw)
+      if (decoded === undefined) {
+        return ProtocolError.headerMismatch(
+          `Mcp-Name header ${
+            JSON.stringify(raw)
+          } has invalid characters or invalid Base64; expected visible ASCII or =?base64?<valid Base64>?=`
+        )
+      }
+      if (decoded !== name) {
+        return ProtocolError.headerMismatch(
+          `Mcp-Name header ${JSON.stringify(decoded)} does not match params.${nameKey} ${
+            JSON.stringify(name) ?? "(absent)"
+          }`
+        )
+      }
+    }
+    if (!isKnownMethod(true, message.method)) {
+      return ProtocolError.methodNotFound(message.method, 404, `is not a ${STATELESS_VERSION} method of this server`)
+    }
+    return meta
+  }
+
+  const reply = (id: RequestId, exit: Exit.Exit<ResultJson, ProtocolError>): HttpServerResponse.HttpServerResponse =>
+    Exit.isSuccess(exit) ?
+      HttpReply.json(encodeResult(id, exit.value)) :
+      Cause.hasFails(exit.cause) ?
+      HttpReply.error(id, Cause.findErrorOption(exit.cause).pipe(Option.getOrThrow)) :
+      HttpReply.error(id, new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 }))
+
+  /** `tools/call` with a progress token: JSON if it finishes first, SSE once it reports progress. */
+  const callWithProgress = Effect.fnUntraced(function*(
+    context: CallContext,
+    message: Request,
+    token: string | number
+  ) {
+    const frames = yield* Queue.unbounded<string, Cause.Done>()
+    const started = yield* Deferred.make<void>()
+    const finished = yield* Deferred.make<Exit.Exit<ResultJson, ProtocolError>>()
+    const progress: ProgressReporter = (value, total, text) =>
+      Effect.andThen(
+        Queue.offer(frames, Sse.message(encodeProgress(token, value, total, text))),
+        Deferred.succeed(started, undefined)
+      )
+    yield* dispatcher.dispatch({ ...context, progress: Option.some(progress) }, message.method, message.params).pipe(
+      Effect.exit,
+      Effect.tap((exit) => Deferred.succeed(finished, exit)),
+      Effect.flatMap((exit) =>
+        Queue.offer(
+          frames,
+          Sse.message(
+            Exit.isSuccess(exit) ?
+              encodeResult(message.id, exit.value) :
+              encodeError(
+                message.id,
+                Cause.findErrorOption(exit.cause).pipe(
+                  Option.getOrElse(() =>
+                    new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 })
+                  )
+                )
+              )
+          )
+        )
+      ),
+      Effect.ensuring(Queue.end(frames)),
+      // The request scope lives until the response is written; closing the stream interrupts the call.
+      Effect.forkScoped
+    )
+    const first = yield* Effect.raceFirst(
+      Effect.as(Deferred.await(started), Option.none<Exit.Exit<ResultJson, ProtocolError>>()),
+      Effect.map(Deferred.await(finished), Option.some)
+    )
+    if (Option.isSome(first)) return reply(message.id, first.value)
+    return Sse.response(Stream.fromQueue(frames))
+  })
+
+  const listen = (message: Request): HttpServerResponse.HttpServerResponse => {
+    const filter = message.params?.notifications
+    if (!isObject(filter)) {
+      return HttpReply.error(
+        message.id,
+        ProtocolError.invalidParams(
+          `subscriptions/listen requires params.notifications (an object such as {"toolsListChanged": true}), got ${
+            JSON.stringify(filter) ?? "nothing"
+          }`,
+          400
+        )
+      )
+    }
+    const honored = filter.toolsListChanged === true ? { toolsListChanged: true } : {}
+    const idJson = JSON.stringify(message.id)
+    const meta = `"_meta":{${JSON.stringify(Meta.subscriptionId)}:${idJson}}`
+    const ack = Sse.message(
+      encodeNotification(
+        "notifications/subscriptions/acknowledged",
+        `{${meta},"notifications":${JSON.stringify(honored)}}`
+      )
+    )
+    const changed = Sse.message(encodeNotification("notifications/tools/list_changed", `{${meta}}`))
+    const ended = Sse.message(
+      encodeResult(
+        message.id,
+        `{"_meta":{${JSON.stringify(Meta.subscriptionId)}:${idJson},${
+          JSON.stringify(Meta.serverInfo)
+        }:${dispatcher.serverInfoJson}},"resultType":"complete"}`
+      )
+    )
+    const events = Stream.unwrap(Effect.gen(function*() {
+      const changes = honored.toolsListChanged === true ? yield* signals.subscribe : Stream.never
+      const live = Stream.merge(
+        Stream.map(changes, () => changed),
+        Stream.map(Stream.tick(options.keepAlive).pipe(Stream.drop(1)), () => Sse.keepAlive)
+      ).pipe(Stream.interruptWhen(Deferred.await(options.shutdown)))
+      return Stream.concat(Stream.concat(Stream.succeed(ack), live), Stream.succeed(ended))
+    }))
+    return Sse.response(events)
+  }
+
+  return (
+    request: HttpServerRequest.HttpServerRequest,
+    caller: Caller,
+    message: Message
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> => {
+    switch (message._tag) {
+      case "Invalid":
+        return Effect.succeed(
+          HttpReply.error(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
+        )
+      case "Response":
+        return Effect.succeed(HttpReply.error(
+          message.id,
+          ProtocolError.invalidRequest(
+            "Invalid Request: 2026-07-28 clients send requests and notifications only, never JSON-RPC responses"
+          )
+        ))
+      case "Notification":
+        return Effect.succeed(HttpReply.accepted)
+      case "Request":
+        break
+    }
+    const admitted = admit(request, message)
+    if (admitted instanceof ProtocolError) return Effect.succeed(HttpReply.error(message.id, admitted))
+    if (message.method === "subscriptions/listen") return Effect.succeed(listen(message))
+    const context: CallContext = {
+      stateless: true,
+      caller,
+      clientCapabilities: admitted[Meta.clientCapabilities] as Readonly<Record<string, unknown>>,
+      progress: Option.none()
+    }
+    if (message.method !== "tools/call") {
+      return Effect.map(
+        Effect.exit(dispatcher.dispatch(context, message.method, message.params)),
+        (exit) => reply(message.id, exit)
+      )
+    }
+    return Effect.gen(function*() {
+      const name = message.params?.name
+      if (typeof name === "string") {
+        const bindings = (yield* dispatcher.prepared(caller)).headerBindings.get(name)
+        if (bindings !== undefined) {
+          const mismatch = checkParamHeaders(request.headers, bindings, message.params?.arguments)
+          if (mismatch !== undefined) return HttpReply.error(message.id, mismatch)
+        }
+      }
+      const token = admitted.progressToken
+      if (typeof token === "string" || typeof token === "number") {
+        return yield* callWithProgress(context, message, token)
+      }
+      return reply(message.id, yield* Effect.exit(dispatcher.dispatch(context, message.method, message.params)))
+    })
+  }
+})

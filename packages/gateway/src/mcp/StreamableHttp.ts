@@ -1,0 +1,293 @@
+/**
+ * The MCP endpoint on an `HttpRouter`: Streamable HTTP at one path for every
+ * revision (2026-07-28 stateless and the 2025-era sessions), plus the
+ * deprecated HTTP+SSE transport.
+ *
+ * Why not effect/ai's `McpServer`: it has one global tool registry with no tool
+ * removal, no per-caller tool lists, no GET stream, no resumable streams
+ * (`Last-Event-ID`) and no shared session store, all of which the gateway needs
+ * (SPEC "Interfaces", "Scale-out"). This module implements the JSON-RPC
+ * dispatch on `HttpRouter` and uses effect/ai's `McpSchema` for the wire types,
+ * error codes and header decoding.
+ *
+ * Rules enforced here, before a revision is chosen (all revisions):
+ * - `Origin` present and not allowed: 403 (see `Origin.ts`).
+ * - Admission (per-IP limiter, authentication, per-identity limiter; see
+ *   `Guard.ts`) before the body is read.
+ * - POST: `Content-Type` must be `application/json` (415); `Accept` must list
+ *   both `application/json` and `text/event-stream` (406); the body is limited
+ *   to `maxBodyBytes` (413, checked against `Content-Length` before reading);
+ *   invalid JSON is 400 Parse error (-32700). GET must accept
+ *   `text/event-stream` (406). Other methods: 405 with `Allow`.
+ * - Revision choice: a request whose `params._meta` claims a protocol version,
+ *   or whose `MCP-Protocol-Version` header is `2026-07-28` (except an
+ *   `initialize` without a claim), is served statelessly (`Stateless.ts`);
+ *   everything else by the 2025-era session transport (`Stateful.ts`).
+ *
+ * @since 0.1.0
+ */
+import { Deferred, Duration, Effect, Layer } from "effect"
+import * as ByteSize from "effect/ByteSize"
+import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import type { Caller } from "./Caller.ts"
+import { Dispatcher, type DispatcherOptions } from "./Dispatcher.ts"
+import { AdmissionRefused, McpGuard } from "./Guard.ts"
+import * as HttpReply from "./HttpReply.ts"
+import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
+import { classify, ProtocolError } from "./JsonRpc.ts"
+import * as LegacySse from "./LegacySse.ts"
+import { ListChangedSignals } from "./ListChanged.ts"
+import * as Origin from "./Origin.ts"
+import { accepts, ErrorCode, Header, mediaTypeEssence, Meta, STATELESS_VERSION } from "./Protocol.ts"
+import { McpSessionStore, type MemoryStoreOptions } from "./Sessions.ts"
+import * as Stateful from "./Stateful.ts"
+import * as Stateless from "./Stateless.ts"
+import type { ToolCatalog } from "./ToolCatalog.ts"
+
+/** @since 0.1.0 */
+export interface McpHttpOptions extends DispatcherOptions {
+  /** The Streamable HTTP endpoint. Default `/mcp`. */
+  readonly path?: HttpRouter.PathInput | undefined
+  /** Browser origins allowed besides loopback ones (see `Origin.ts`). */
+  readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /** Allow loopback browser origins. Default `true`. */
+  readonly allowLocalhostOrigins?: boolean | undefined
+  /** Largest accepted request body. Default 1 MiB. */
+  readonly maxBodyBytes?: number | undefined
+  /** `retry` (ms) of priming events. Default 1000. */
+  readonly sseRetryMs?: number | undefined
+  /**
+   * 2025-era `tools/call`: answer JSON if the call finishes within this time
+   * without reporting progress, else switch to a resumable SSE stream.
+   * Default 250 milliseconds.
+   */
+  readonly streamAfter?: Duration.Input | undefined
+  /** 2025-era SSE polling: close a call's stream after this long if it still runs. Default: never. */
+  readonly pollAfter?: Duration.Input | undefined
+  /** Keep-alive comments on long-lived streams. Default 15 seconds. */
+  readonly keepAlive?: Duration.Input | undefined
+  /**
+   * The deprecated HTTP+SSE transport (2024-11-05): `GET ssePath` opens the
+   * stream, `POST messagesPath?sessionId=` sends. Default `/sse` and
+   * `/messages`; `false` disables it.
+   */
+  readonly legacySse?: false | {
+    readonly ssePath?: HttpRouter.PathInput | undefined
+    readonly messagesPath?: HttpRouter.PathInput | undefined
+  } | undefined
+}
+
+/** The services the endpoint needs besides the router. */
+export type McpHttpRequirements = ToolCatalog | McpGuard | McpSessionStore | ListChangedSignals
+
+const forbidden = (origin: string) =>
+  HttpReply.error(
+    null,
+    new ProtocolError({ code: ErrorCode.invalidRequest, message: Origin.rejectionMessage(origin), status: 403 })
+  )
+
+const refused = (refusal: AdmissionRefused): HttpServerResponse.HttpServerResponse =>
+  HttpReply.error(
+    null,
+    new ProtocolError({ code: ErrorCode.refused, message: refusal.message, status: refusal.status }),
+    refusal.headers
+  )
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Whether a parsed POST body belongs to the 2026-07-28 wire. */
+export const isStatelessBody = (body: unknown, versionHeader: string | undefined): boolean => {
+  if (!isObject(body)) return false
+  const params = body.params
+  const meta = isObject(params) ? params._meta : undefined
+  if (isObject(meta) && Meta.protocolVersion in meta) return true
+  return versionHeader?.trim() === STATELESS_VERSION && body.method !== "initialize"
+}
+
+const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
+  const router = yield* HttpRouter.HttpRouter
+  const guard = yield* McpGuard
+  const path = options.path ?? "/mcp"
+  const originAllowed = Origin.make({
+    allowedOrigins: options.allowedOrigins,
+    allowLocalhost: options.allowLocalhostOrigins
+  })
+  const maxBody = options.maxBodyBytes ?? 1024 * 1024
+  const maxBodySize = ByteSize.fromInputUnsafe(maxBody)
+  const keepAlive = Duration.fromInputUnsafe(options.keepAlive ?? "15 seconds")
+  const shutdown = yield* Deferred.make<void>()
+  yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
+
+  const stateless = yield* Stateless.make({ keepAlive, shutdown })
+  const stateful = yield* Stateful.make({
+    retryMs: options.sseRetryMs ?? 1000,
+    streamAfter: Duration.fromInputUnsafe(options.streamAfter ?? "250 millis"),
+    pollAfter: options.pollAfter === undefined ? undefined : Duration.fromInputUnsafe(options.pollAfter),
+    keepAlive,
+    shutdown
+  })
+
+  /** Origin, then admission: the caller, or the response that refuses the request. */
+  const gate = (
+    request: HttpServerRequest.HttpServerRequest
+  ): Effect.Effect<Caller | HttpServerResponse.HttpServerResponse> => {
+    const origin = request.headers[Header.origin]
+    if (!originAllowed(origin)) return Effect.succeed(forbidden(origin!))
+    return guard.admit({
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      remoteAddress: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
+    }).pipe(Effect.catchTag("AdmissionRefused", (refusal) => Effect.succeed(refused(refusal))))
+  }
+  const isResponse = (u: Caller | HttpServerResponse.HttpServerResponse): u is HttpServerResponse.HttpServerResponse =>
+    !("scopes" in u)
+
+  /** Reads the body within the limit and parses it; a failure response otherwise. */
+  const readBody = (request: HttpServerRequest.HttpServerRequest) =>
+    request.text.pipe(
+      Effect.provideService(HttpServerRequest.MaxBodySize, maxBodySize),
+      Effect.map((text): ParsedBody | HttpServerResponse.HttpServerResponse => {
+        try {
+          return { _tag: "ParsedBody", value: JSON.parse(text) as unknown }
+        } catch {
+          return HttpReply.error(
+            null,
+            new ProtocolError({
+              code: ErrorCode.parseError,
+              message: "Parse error: the request body is not valid JSON; expected one JSON-RPC message",
+              status: 400
+            })
+          )
+        }
+      }),
+      Effect.catchTag("HttpServerError", (error) =>
+        Effect.succeed(
+          error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge" ?
+            HttpReply.error(
+              null,
+              ProtocolError.invalidRequest(
+                `The request body exceeds the ${maxBody}-byte limit; send a smaller message`,
+                413
+              )
+            ) :
+            HttpReply.error(
+              null,
+              ProtocolError.invalidRequest("The request body could not be read; resend the request", 400)
+            )
+        ))
+    )
+
+  const post = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.gen(function*() {
+      const gated = yield* gate(request)
+      if (isResponse(gated)) return gated
+      const contentType = mediaTypeEssence(request.headers[Header.contentType])
+      if (contentType !== "application/json") {
+        return HttpReply.error(
+          null,
+          ProtocolError.invalidRequest(
+            `Content-Type ${JSON.stringify(contentType ?? "(missing)")} is not supported; expected application/json`,
+            415
+          )
+        )
+      }
+      const accept = request.headers[Header.accept]
+      if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream")) {
+        return HttpReply.error(
+          null,
+          ProtocolError.invalidRequest(
+            `Accept ${JSON.stringify(accept ?? "(missing)")} must list both application/json and text/event-stream`,
+            406
+          )
+        )
+      }
+      const read = yield* readBody(request)
+      if (!isParsedBody(read)) return read
+      const body = read.value
+      return isStatelessBody(body, request.headers[Header.protocolVersion]) ?
+        yield* stateless(request, gated, classify(body)) :
+        yield* stateful.post(request, gated, body)
+    })
+
+  const get = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.gen(function*() {
+      const gated = yield* gate(request)
+      if (isResponse(gated)) return gated
+      if (!accepts(request.headers[Header.accept], "text/event-stream")) {
+        return HttpReply.error(
+          null,
+          ProtocolError.invalidRequest(
+            `Accept ${
+              JSON.stringify(request.headers[Header.accept] ?? "(missing)")
+            } must list text/event-stream to open the GET stream`,
+            406
+          )
+        )
+      }
+      return yield* stateful.get(request, gated)
+    })
+
+  const del = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.gen(function*() {
+      const gated = yield* gate(request)
+      if (isResponse(gated)) return gated
+      return yield* stateful.delete(request, gated)
+    })
+
+  const notAllowed = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.map(gate(request), (gated) =>
+      isResponse(gated) ? gated : HttpReply.error(
+        null,
+        ProtocolError.invalidRequest(
+          `HTTP method ${request.method} is not supported on the MCP endpoint; use POST, GET or DELETE`,
+          405
+        ),
+        { allow: "GET, POST, DELETE" }
+      ))
+
+  yield* router.add("POST", path, post)
+  yield* router.add("GET", path, get)
+  yield* router.add("DELETE", path, del)
+  for (const method of ["PUT", "PATCH", "OPTIONS"] as const) yield* router.add(method, path, notAllowed)
+
+  if (options.legacySse !== false) {
+    yield* LegacySse.mount({
+      ssePath: options.legacySse?.ssePath ?? "/sse",
+      messagesPath: options.legacySse?.messagesPath ?? "/messages",
+      gate,
+      isResponse,
+      readBody,
+      keepAlive,
+      shutdown
+    })
+  }
+})
+
+/**
+ * Mounts the MCP endpoints on the `HttpRouter`.
+ *
+ * @since 0.1.0
+ */
+export const layer = (
+  options: McpHttpOptions
+): Layer.Layer<never, never, HttpRouter.HttpRouter | McpHttpRequirements> =>
+  Layer.effectDiscard(make(options)).pipe(Layer.provide(Dispatcher.layer(options)))
+
+/**
+ * {@link layer} with the in-memory session store, the anonymous guard and
+ * list-changed signals from the catalog: needs only the router and a catalog.
+ *
+ * @since 0.1.0
+ */
+export const layerMemory = (
+  options: McpHttpOptions & { readonly sessions?: MemoryStoreOptions | undefined }
+): Layer.Layer<never, never, HttpRouter.HttpRouter | ToolCatalog> =>
+  layer(options).pipe(
+    Layer.provide([
+      McpSessionStore.layerMemory(options.sessions),
+      McpGuard.layerAnonymous,
+      ListChangedSignals.layerFromCatalog
+    ])
+  )

@@ -1,0 +1,118 @@
+/**
+ * The official MCP conformance suite against the endpoint on 127.0.0.1.
+ *
+ * `@modelcontextprotocol/conformance` 0.1.16 (the pinned release) has six of
+ * the required server scenarios; the other five (server-session-lifecycle,
+ * server-stateless, caching, http-header-validation,
+ * http-custom-header-server-validation) exist only in its 0.2.0 line, installed
+ * as `conformance-next` (0.2.0-alpha.12). Each CLI is run by its package path
+ * (both packages declare the `conformance` bin).
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { mcpUrl, serverLayer } from "./fixtures.ts"
+
+const require = createRequire(import.meta.url)
+const cliOf = (pkg: string) => join(dirname(require.resolve(`${pkg}/package.json`)), "dist", "index.js")
+const STABLE = cliOf("@modelcontextprotocol/conformance")
+const NEXT = cliOf("conformance-next")
+
+interface Check {
+  readonly id: string
+  readonly status: "SUCCESS" | "FAILURE" | "WARNING" | "SKIPPED" | "INFO"
+  readonly errorMessage?: string
+}
+
+interface Run {
+  readonly suite: string
+  readonly scenario: string
+  readonly specVersion: string | undefined
+  readonly checks: ReadonlyArray<Check>
+  readonly output: string
+}
+
+const findChecks = (dir: string): string | undefined => {
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry)
+    if (statSync(path).isDirectory()) {
+      const found = findChecks(path)
+      if (found !== undefined) return found
+    } else if (entry === "checks.json") return path
+  }
+  return undefined
+}
+
+const run = (suite: string, cli: string, url: string, scenario: string, specVersion?: string) =>
+  Effect.promise(() =>
+    new Promise<Run>((resolve) => {
+      const out = mkdtempSync(join(tmpdir(), "mcp-conformance-"))
+      const args = [cli, "server", "--url", url, "--scenario", scenario, "-o", out]
+      if (specVersion !== undefined) args.push("--spec-version", specVersion)
+      execFile(process.execPath, args, { timeout: 90_000 }, (_error, stdout, stderr) => {
+        const file = findChecks(out)
+        const checks: ReadonlyArray<Check> = file === undefined ? [] : JSON.parse(readFileSync(file, "utf8"))
+        rmSync(out, { recursive: true, force: true })
+        resolve({ suite, scenario, specVersion, checks, output: stdout + stderr })
+      })
+    })
+  )
+
+const summarize = (result: Run): string => {
+  const count = (status: Check["status"]) => result.checks.filter((check) => check.status === status).length
+  return `${result.suite} ${result.scenario}${result.specVersion === undefined ? "" : ` @${result.specVersion}`}: ` +
+    `${count("SUCCESS")} passed, ${count("FAILURE")} failed, ${count("WARNING")} warnings, ${count("SKIPPED")} skipped`
+}
+
+const stableScenarios = [
+  "server-initialize",
+  "ping",
+  "tools-list",
+  "server-sse-polling",
+  "server-sse-multiple-streams",
+  "dns-rebinding-protection"
+]
+const nextScenarios = [
+  "server-initialize",
+  "server-session-lifecycle",
+  "server-stateless",
+  "ping",
+  "tools-list",
+  "server-sse-polling",
+  "server-sse-multiple-streams",
+  "dns-rebinding-protection",
+  "caching",
+  "http-header-validation",
+  "http-custom-header-server-validation"
+]
+// Scenarios that apply to both eras, also run on the 2026-07-28 wire.
+const dualEra = ["tools-list", "server-sse-multiple-streams", "dns-rebinding-protection"]
+
+layer(serverLayer({ pageSize: 100, pollAfter: "100 millis" }), { excludeTestServices: true })("conformance", (it) => {
+  it.effect("reports no FAILURE in the required server scenarios", () =>
+    Effect.gen(function*() {
+      const url = yield* mcpUrl
+      const runs = yield* Effect.all(
+        [
+          ...stableScenarios.map((scenario) => run("0.1.16", STABLE, url, scenario)),
+          ...nextScenarios.map((scenario) => run("0.2.0-alpha.12", NEXT, url, scenario)),
+          ...dualEra.map((scenario) => run("0.2.0-alpha.12", NEXT, url, scenario, "2026-07-28"))
+        ],
+        { concurrency: 4 }
+      )
+      console.log(runs.map(summarize).join("\n"))
+      for (const result of runs) {
+        assert.isAbove(result.checks.length, 0, `${summarize(result)}\n${result.output}`)
+        const failures = result.checks.filter((check) => check.status === "FAILURE")
+        assert.deepStrictEqual(
+          failures.map((check) => `${check.id}: ${check.errorMessage}`),
+          [],
+          summarize(result)
+        )
+      }
+    }), { timeout: 180_000 })
+})
