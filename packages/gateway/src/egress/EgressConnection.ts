@@ -1,0 +1,88 @@
+/**
+ * A downstream connection's egress settings, as the gateway's config holds
+ * them, and how its credential is injected.
+ *
+ * **Rules**
+ *
+ * - Auth schemes: none, bearer (`Authorization: Bearer <secret>`), header API
+ *   key (`<name>: <secret>`), basic (`Authorization: Basic
+ *   base64(<username>:<secret>)`).
+ * - The credential is unwrapped from its `Redacted` only to build the header
+ *   value handed to undici; it is never logged, never put in an error, and is
+ *   dropped when a redirect leaves the connection's origin.
+ * - A secret holding CR, LF or NUL is refused (header injection) without
+ *   echoing it.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Redacted } from "effect"
+import type { BreakerOptions } from "./Breakers.ts"
+import type { RetryOptions } from "./RetryPolicy.ts"
+
+export type AuthScheme =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Bearer" }
+  | { readonly _tag: "Header"; readonly name: string }
+  | { readonly _tag: "Basic"; readonly username: string }
+
+export interface EgressConnection {
+  /** Stable id: the circuit breaker key and the name in errors. */
+  readonly id: string
+  /** `http(s)://host[:port][/base/path]`, no user info. */
+  readonly baseUrl: string
+  readonly auth?: AuthScheme | undefined
+  /** Budget for the whole call, retries and redirects included; default 30 s. */
+  readonly timeout?: Duration.Input | undefined
+  readonly retry?: RetryOptions | undefined
+  readonly breaker?: BreakerOptions | undefined
+  /** Trusted internal destinations: CIDRs, addresses, host names, `*.suffix`. Overrides the refusals. */
+  readonly allow?: ReadonlyArray<string> | undefined
+  /** Largest response body accepted; default the client's (10 MiB). */
+  readonly maxResponseBytes?: number | undefined
+}
+
+/** The header carrying the credential, or `undefined` for no auth. Lower-case. */
+export const credentialHeader = (auth: AuthScheme | undefined): string | undefined => {
+  switch (auth?._tag) {
+    case undefined:
+    case "None":
+      return undefined
+    case "Header":
+      return auth.name.toLowerCase()
+    case "Bearer":
+    case "Basic":
+      return "authorization"
+  }
+}
+
+const unsafeHeaderValue = /[\r\n\0]/
+
+/** The credential header's value, or `undefined` when the secret cannot go in a header. */
+export const credentialValue = (auth: AuthScheme, secret: Redacted.Redacted<string>): string | undefined => {
+  const value = Redacted.value(secret)
+  if (unsafeHeaderValue.test(value)) return undefined
+  switch (auth._tag) {
+    case "None":
+      return undefined
+    case "Bearer":
+      return `Bearer ${value}`
+    case "Header":
+      return value
+    case "Basic":
+      return `Basic ${Buffer.from(`${auth.username}:${value}`).toString("base64")}`
+  }
+}
+
+const tokenPattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/** Why the auth scheme is unusable, or `undefined`. */
+export const authProblem = (auth: AuthScheme | undefined): string | undefined => {
+  if (auth?._tag === "Header" && !tokenPattern.test(auth.name)) return `"${auth.name}" is not a valid header name`
+  if (auth?._tag === "Basic" && (auth.username.includes(":") || unsafeHeaderValue.test(auth.username))) {
+    return "a basic-auth username cannot contain ':' or a line break"
+  }
+  return undefined
+}
+
+// The default budget, shared rather than rebuilt per connection.
+export const defaultTimeout: Duration.Duration = Duration.seconds(30)
