@@ -1,0 +1,255 @@
+/**
+ * Each trusted issuer's signing keys (JWKS, RFC 7517 §5), fetched through
+ * effect's `HttpClient` and kept in memory per instance.
+ *
+ * **Rules**
+ *
+ * - The hot path reads the cached key set and never waits on the network,
+ *   except for the first fetch of an issuer's keys and for a token whose `kid`
+ *   is unknown (key rotation).
+ * - Keys are fetched at start (in the background, so the gateway starts even
+ *   when an authorization server is down) and refreshed every
+ *   `jwksRefreshInterval` (10 minutes). A failed refresh keeps the keys held.
+ * - On-demand fetches (first fetch, unknown `kid`) are rate-limited: at most one
+ *   per issuer within `jwksMinRefreshInterval` (30 s) of the previous fetch,
+ *   and concurrent callers share one fetch. A flood of tokens with invented
+ *   `kid`s therefore costs the authorization server one request per window.
+ * - The JWKS URI is the configured one, or discovered (RFC 8414, then OpenID
+ *   Discovery) and re-discovered after a failed fetch.
+ * - Only public asymmetric signing keys are kept (`kty` RSA, EC or OKP, no
+ *   private members, `use` absent or `sig`); symmetric (`oct`) keys are
+ *   dropped, so no JWKS entry can ever act as an HMAC secret. A document with
+ *   no usable key is a failed fetch.
+ * - Key material is imported by `jose` (`createLocalJWKSet`); no crypto here.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Context, Duration, Effect, Layer, Schema, Semaphore } from "effect"
+import { HttpClient } from "effect/http"
+import { createLocalJWKSet, type JWK, type JWTVerifyGetKey } from "jose"
+import { discover } from "./AuthorizationServerMetadata.ts"
+import { fetchJson } from "./internal/fetchJson.ts"
+import { JwksUnavailable } from "./OAuthErrors.ts"
+import { type AuthorizationServer, OAuthConfig } from "./OAuthOptions.ts"
+
+/** One fetched key set of one issuer. */
+export interface JwksSnapshot {
+  readonly issuer: string
+  /** Increases by one on every successful fetch. */
+  readonly generation: number
+  /** The `jose` key resolver over the fetched keys. */
+  readonly keySet: JWTVerifyGetKey
+  /** The `kid`s in the set. */
+  readonly kids: ReadonlySet<string>
+  readonly keyCount: number
+  /** Clock time of the fetch, in epoch milliseconds. */
+  readonly fetchedAt: number
+  readonly jwksUri: string
+}
+
+/** What the cache knows about one issuer, for health checks and `doctor`. */
+export interface JwksStatus {
+  readonly issuer: string
+  readonly generation: number
+  readonly keyCount: number
+  readonly fetchedAt: number | undefined
+  readonly fetches: number
+  readonly failures: number
+  readonly lastError: string | undefined
+}
+
+interface IssuerState {
+  readonly server: AuthorizationServer
+  readonly semaphore: Semaphore.Semaphore
+  snapshot: JwksSnapshot | undefined
+  generation: number
+  lastAttemptAt: number | undefined
+  lastError: string | undefined
+  discoveredUri: string | undefined
+  fetches: number
+  failures: number
+}
+
+const JwksDocument = Schema.Struct({ keys: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)) })
+const decodeJwks = Schema.decodeUnknownEffect(JwksDocument)
+
+const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "k", "priv"]
+
+/** A public asymmetric signing key: no `oct`, no private members, `use` absent or `sig`. */
+export const isPublicSigningKey = (jwk: Readonly<Record<string, unknown>>): boolean =>
+  (jwk.kty === "RSA" || jwk.kty === "EC" || jwk.kty === "OKP") &&
+  PRIVATE_MEMBERS.every((member) => !(member in jwk)) &&
+  (jwk.use === undefined || jwk.use === "sig")
+
+type Mode = "initial" | "unknown-key" | "scheduled"
+
+/** Per-instance cache of every trusted issuer's JWKS. */
+export class JwksCache extends Context.Service<JwksCache, {
+  /** The issuer's keys; fetches (rate-limited) only when none were ever fetched. */
+  readonly current: (issuer: string) => Effect.Effect<JwksSnapshot, JwksUnavailable>
+  /**
+   * A token named a key that `seen` lacks: refetch unless a fetch happened
+   * within `jwksMinRefreshInterval`, sharing the fetch with concurrent callers.
+   * Returns the newest snapshot, which is `seen` itself when nothing was fetched.
+   */
+  readonly refreshForUnknownKey: (issuer: string, seen: JwksSnapshot) => Effect.Effect<JwksSnapshot, JwksUnavailable>
+  /** Refetches now, regardless of the rate limit (the periodic refresh uses it). */
+  readonly refresh: (issuer: string) => Effect.Effect<JwksSnapshot, JwksUnavailable>
+  readonly status: Effect.Effect<ReadonlyArray<JwksStatus>>
+}>()("@janus/gateway/oauth/JwksCache") {
+  /**
+   * Fetches every issuer's keys in the background at start, then every
+   * `jwksRefreshInterval`; the background fiber ends with the layer's scope.
+   */
+  static readonly layer: Layer.Layer<JwksCache, never, OAuthConfig | HttpClient.HttpClient> = Layer.effect(
+    JwksCache,
+    Effect.gen(function*() {
+      const settings = yield* OAuthConfig
+      const httpClient = yield* HttpClient.HttpClient
+      const minInterval = Duration.toMillis(settings.jwksMinRefreshInterval)
+      const states = new Map<string, IssuerState>()
+      for (const server of settings.authorizationServers.values()) {
+        states.set(server.issuer, {
+          server,
+          semaphore: yield* Semaphore.make(1),
+          snapshot: undefined,
+          generation: 0,
+          lastAttemptAt: undefined,
+          lastError: undefined,
+          discoveredUri: undefined,
+          fetches: 0,
+          failures: 0
+        })
+      }
+
+      const fetchKeys = (state: IssuerState) =>
+        Effect.gen(function*() {
+          const issuer = state.server.issuer
+          let jwksUri = state.server.jwksUri ?? state.discoveredUri
+          if (jwksUri === undefined) {
+            const metadata = yield* discover(issuer, {
+              timeout: settings.httpTimeout,
+              allowInsecureHttp: settings.allowInsecureHttp
+            }).pipe(Effect.mapError((error) => error.message))
+            jwksUri = metadata.jwks_uri
+            state.discoveredUri = jwksUri
+          }
+          const uri = jwksUri
+          const result = yield* fetchJson(uri, settings.httpTimeout)
+          if (result._tag === "NotFound") return yield* Effect.fail(`${uri} answered HTTP ${result.status}`)
+          const document = yield* decodeJwks(result.json).pipe(Effect.mapError(() => `${uri} is not a JWK Set`))
+          const usable = document.keys.filter(isPublicSigningKey)
+          if (usable.length === 0) return yield* Effect.fail(`${uri} holds no public signing key`)
+          const keySet = yield* Effect.try({
+            try: () => createLocalJWKSet({ keys: usable as unknown as Array<JWK> }),
+            catch: () => `${uri} is not a valid JWK Set`
+          })
+          const kids = new Set(usable.flatMap((jwk) => typeof jwk.kid === "string" ? [jwk.kid] : []))
+          return { uri, keySet, kids, keyCount: usable.length, dropped: document.keys.length - usable.length }
+        }).pipe(
+          Effect.tapError(() =>
+            Effect.sync(() => {
+              state.discoveredUri = undefined
+            })
+          ),
+          Effect.provideService(HttpClient.HttpClient, httpClient)
+        )
+
+      const unavailable = (state: IssuerState, why: string) =>
+        new JwksUnavailable({ issuer: state.server.issuer, message: `Signing keys unavailable: ${why}` })
+
+      const load = (state: IssuerState, mode: Mode, seenGeneration: number) =>
+        Semaphore.withPermit(state.semaphore)(Effect.gen(function*() {
+          if (state.snapshot !== undefined && state.generation !== seenGeneration) return state.snapshot
+          const startedAt = yield* Clock.currentTimeMillis
+          if (
+            mode !== "scheduled" && state.lastAttemptAt !== undefined && startedAt - state.lastAttemptAt < minInterval
+          ) {
+            if (state.snapshot !== undefined) return state.snapshot
+            return yield* unavailable(
+              state,
+              `the last fetch failed (${state.lastError ?? "unknown"}); retried after the rate-limit window`
+            )
+          }
+          const result = yield* Effect.result(fetchKeys(state))
+          state.lastAttemptAt = startedAt
+          state.fetches++
+          if (result._tag === "Failure") {
+            state.failures++
+            state.lastError = result.failure
+            yield* Effect.logWarning("JWKS fetch failed").pipe(
+              Effect.annotateLogs({ issuer: state.server.issuer, reason: result.failure, trigger: mode })
+            )
+            if (state.snapshot !== undefined) return state.snapshot
+            return yield* unavailable(state, result.failure)
+          }
+          const fetched = result.success
+          state.generation++
+          state.lastError = undefined
+          state.snapshot = {
+            issuer: state.server.issuer,
+            generation: state.generation,
+            keySet: fetched.keySet,
+            kids: fetched.kids,
+            keyCount: fetched.keyCount,
+            fetchedAt: startedAt,
+            jwksUri: fetched.uri
+          }
+          yield* Effect.logDebug("JWKS fetched").pipe(
+            Effect.annotateLogs({
+              issuer: state.server.issuer,
+              keys: fetched.keyCount,
+              dropped: fetched.dropped,
+              trigger: mode
+            })
+          )
+          return state.snapshot
+        }))
+
+      const stateOf = (issuer: string) => {
+        const state = states.get(issuer)
+        return state === undefined
+          ? Effect.fail(new JwksUnavailable({ issuer, message: "Not a trusted issuer" }))
+          : Effect.succeed(state)
+      }
+
+      const current = (issuer: string) =>
+        Effect.flatMap(
+          stateOf(issuer),
+          (state) =>
+            state.snapshot !== undefined ? Effect.succeed(state.snapshot) : load(state, "initial", state.generation)
+        )
+
+      const refreshForUnknownKey = (issuer: string, seen: JwksSnapshot) =>
+        Effect.flatMap(stateOf(issuer), (state) => load(state, "unknown-key", seen.generation))
+
+      const refresh = (issuer: string) =>
+        Effect.flatMap(stateOf(issuer), (state) => load(state, "scheduled", state.generation))
+
+      const refreshAll = Effect.forEach(
+        [...states.values()],
+        (state) => Effect.ignore(load(state, "scheduled", state.generation)),
+        { concurrency: "unbounded", discard: true }
+      )
+
+      yield* refreshAll.pipe(
+        Effect.andThen(Effect.forever(Effect.andThen(Effect.sleep(settings.jwksRefreshInterval), refreshAll))),
+        Effect.forkScoped
+      )
+
+      const status = Effect.sync(() =>
+        [...states.values()].map((state): JwksStatus => ({
+          issuer: state.server.issuer,
+          generation: state.generation,
+          keyCount: state.snapshot?.keyCount ?? 0,
+          fetchedAt: state.snapshot?.fetchedAt,
+          fetches: state.fetches,
+          failures: state.failures,
+          lastError: state.lastError
+        }))
+      )
+
+      return JwksCache.of({ current, refreshForUnknownKey, refresh, status })
+    })
+  )
+}

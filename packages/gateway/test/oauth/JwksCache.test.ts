@@ -1,0 +1,213 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { TestClock } from "effect/testing"
+import {
+  discover,
+  discoveryUrls,
+  JwksCache,
+  JwtVerifier,
+  OAuthLayer,
+  type OAuthOptions
+} from "../../src/oauth/index.ts"
+import {
+  type AuthServer,
+  authServer,
+  type AuthServerOptions,
+  claims,
+  ec256,
+  eventually,
+  eventuallyEffect,
+  NOW,
+  NOW_MS,
+  oauthLayer,
+  RESOURCE,
+  rotated,
+  rsa,
+  settle,
+  sign
+} from "./support.ts"
+
+/** Waits until the background fetches reached `fetches` attempts and the fiber sleeps again. */
+const fetched = (cache: JwksCache["Service"], fetches: number) =>
+  eventuallyEffect(Effect.map(cache.status, ([status]) => status!.fetches >= fetches)).pipe(Effect.andThen(settle(20)))
+
+const build = (server: AuthServer, options: Partial<OAuthOptions> = {}) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(oauthLayer(server, options))
+    return { verifier: Context.get(context, JwtVerifier), cache: Context.get(context, JwksCache) }
+  })
+
+/** A layer whose issuer has no configured JWKS URI, so it is discovered. */
+const discovering = (server: AuthServer) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      OAuthLayer({ resource: RESOURCE, authorizationServers: [{ issuer: server.issuer }] }).pipe(
+        Layer.provide(FetchHttpClient.layer)
+      )
+    )
+    return { verifier: Context.get(context, JwtVerifier), cache: Context.get(context, JwksCache) }
+  })
+
+const start = (options: AuthServerOptions = {}) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(NOW_MS)
+    return yield* authServer(options)
+  })
+
+describe("JwksCache", () => {
+  it.effect("fetches every issuer's keys once at start, in the background", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      const { cache, verifier } = yield* build(server)
+      yield* eventually(() => server.jwksFetches() === 1)
+      for (let i = 0; i < 20; i++) yield* verifier.verify(yield* sign(rsa.RS256!, claims(server)))
+      assert.strictEqual(server.jwksFetches(), 1, "the hot path never fetches for known keys")
+      const [status] = yield* cache.status
+      assert.strictEqual(status!.keyCount, 6)
+      assert.strictEqual(status!.fetches, 1)
+      assert.strictEqual(status!.generation, 1)
+    }))
+
+  it.effect("the periodic refresh (every 10 minutes) picks up a rotated key", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      const { cache, verifier } = yield* build(server)
+      yield* fetched(cache, 1)
+      // The authorization server rotates: the new key replaces the old one.
+      server.keys = [rotated.publicJwk, ec256.publicJwk]
+      yield* TestClock.adjust("9 minutes")
+      yield* settle()
+      assert.strictEqual(server.jwksFetches(), 1, "no refresh before the interval")
+      yield* TestClock.adjust("1 minute")
+      yield* fetched(cache, 2)
+      const now = NOW + 600
+      const identity = yield* verifier.verify(yield* sign(rotated, claims(server, now)))
+      assert.strictEqual(identity.subject, "user-1")
+      assert.strictEqual(server.jwksFetches(), 2, "the new key was already cached: no on-demand fetch")
+      const old = yield* Effect.flip(verifier.verify(yield* sign(rsa.RS256!, claims(server, now))))
+      assert.strictEqual(old._tag, "InvalidToken")
+      yield* TestClock.adjust("10 minutes")
+      yield* eventually(() => server.jwksFetches() >= 3)
+    }))
+
+  it.effect("keeps the held keys when a refresh fails", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      const { cache, verifier } = yield* build(server)
+      yield* fetched(cache, 1)
+      server.status.set("/jwks", 500)
+      yield* TestClock.adjust("10 minutes")
+      yield* fetched(cache, 2)
+      const [status] = yield* cache.status
+      assert.strictEqual(status!.failures, 1)
+      assert.include(status!.lastError!, "HTTP 500")
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW + 600)))
+    }))
+
+  it.effect("without any keys, answers JwksUnavailable and retries at most once per 30 s", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      server.status.set("/jwks", 503)
+      const { verifier } = yield* build(server)
+      yield* eventually(() => server.jwksFetches() === 1)
+      yield* settle()
+      const token = yield* sign(rsa.RS256!, claims(server))
+      for (let i = 0; i < 5; i++) {
+        const error = yield* Effect.flip(verifier.verify(token))
+        assert.strictEqual(error._tag, "JwksUnavailable")
+      }
+      assert.strictEqual(server.jwksFetches(), 1, "failed start-up fetch rate-limits the retries")
+      server.status.delete("/jwks")
+      yield* TestClock.adjust("31 seconds")
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW + 31)))
+      assert.strictEqual(server.jwksFetches(), 2)
+    }))
+
+  it.effect("drops symmetric and private keys from a JWKS", () =>
+    Effect.gen(function*() {
+      const server = yield* start({
+        keys: [
+          { kty: "oct", k: "c2VjcmV0", kid: "hmac" },
+          { ...rsa.RS256!.publicJwk, kid: "with-private", d: "AAAA" },
+          { ...ec256.publicJwk, use: "enc", kid: "enc-key" },
+          rsa.RS256!.publicJwk
+        ]
+      })
+      const { cache } = yield* build(server)
+      yield* eventually(() => server.jwksFetches() === 1)
+      yield* settle()
+      const snapshot = yield* cache.current(server.issuer)
+      assert.deepStrictEqual([...snapshot.kids], ["rsa-1"])
+    }))
+})
+
+describe("AuthorizationServerMetadata (RFC 8414 discovery)", () => {
+  it("lists the well-known URLs in the MCP SDK's order", () => {
+    assert.deepStrictEqual(discoveryUrls("https://as.example.com").map((u) => u.url), [
+      "https://as.example.com/.well-known/oauth-authorization-server",
+      "https://as.example.com/.well-known/openid-configuration"
+    ])
+    assert.deepStrictEqual(discoveryUrls("https://as.example.com/tenant/").map((u) => u.url), [
+      "https://as.example.com/.well-known/oauth-authorization-server/tenant",
+      "https://as.example.com/.well-known/openid-configuration/tenant",
+      "https://as.example.com/tenant/.well-known/openid-configuration"
+    ])
+  })
+
+  it.effect("discovers the JWKS URI through RFC 8414 metadata", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      const { verifier } = yield* discovering(server)
+      yield* eventually(() => server.jwksFetches() === 1)
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server)))
+      assert.strictEqual(server.count("/.well-known/oauth-authorization-server"), 1)
+      assert.strictEqual(server.count("/.well-known/openid-configuration"), 0)
+    }))
+
+  it.effect("inserts the well-known suffix before the issuer's path", () =>
+    Effect.gen(function*() {
+      const server = yield* start({ issuerPath: "/tenant" })
+      const { verifier } = yield* discovering(server)
+      yield* eventually(() => server.jwksFetches() === 1)
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server)))
+      assert.strictEqual(server.count("/.well-known/oauth-authorization-server/tenant"), 1)
+    }))
+
+  it.effect("falls back to OpenID Connect discovery", () =>
+    Effect.gen(function*() {
+      const server = yield* start({ metadata: "openid" })
+      const { verifier } = yield* discovering(server)
+      yield* eventually(() => server.jwksFetches() === 1)
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server)))
+      assert.strictEqual(server.count("/.well-known/oauth-authorization-server"), 1)
+      assert.strictEqual(server.count("/.well-known/openid-configuration"), 1)
+    }))
+
+  it.effect("refuses metadata naming another issuer (mix-up)", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      server.metadataIssuer = "https://evil.example.com"
+      const result = yield* Effect.flip(
+        discover(server.issuer, { timeout: 5000 as never }).pipe(
+          Effect.provide(FetchHttpClient.layer)
+        )
+      )
+      assert.include(result.message, "different issuer")
+      const { verifier } = yield* discovering(server)
+      yield* settle(100)
+      const error = yield* Effect.flip(verifier.verify(yield* sign(rsa.RS256!, claims(server))))
+      assert.strictEqual(error._tag, "JwksUnavailable")
+      assert.strictEqual(server.jwksFetches(), 0)
+    }))
+
+  it.effect("fails when no metadata exists", () =>
+    Effect.gen(function*() {
+      const server = yield* start({ metadata: "none" })
+      const { verifier } = yield* discovering(server)
+      yield* settle(100)
+      const error = yield* Effect.flip(verifier.verify(yield* sign(rsa.RS256!, claims(server))))
+      assert.strictEqual(error._tag, "JwksUnavailable")
+      assert.include(error.message, "no metadata found")
+    }))
+})
