@@ -1,21 +1,85 @@
 /**
- * The whole gateway as Layers: routes, the HTTP server, and the storage they
- * run on. `bin.ts` launches `layer`; tests compose `routes` with a test server
- * and an in-memory storage (see `testing.ts`).
+ * The whole gateway as Layers: routes, the services behind them, the HTTP
+ * server, and the storage they run on. `bin.ts` launches `layer`; tests
+ * compose `routes` + `services` with a test server and an in-memory storage
+ * (see `testing.ts`).
  *
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import type { Storage } from "@janus/storage"
-import { Duration, Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import type { Hub } from "@janus/sse"
+import { AdminTokens, type Storage } from "@janus/storage"
+import { Duration, Effect, Layer, Option } from "effect"
+import { Headers, HttpRouter, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
+import * as CallAudit from "./calls/CallAudit.ts"
+import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
+import * as Egress from "./egress/index.ts"
+import * as ChangeSignals from "./events/ChangeSignals.ts"
+import * as EventStream from "./events/EventStream.ts"
 import { HealthRoutes } from "./http/Health.ts"
-import { StorageLive } from "./StorageLive.ts"
+import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
+import { StorageLive, type StorageServices } from "./StorageLive.ts"
+import * as RestCatalog from "./tools/RestCatalog.ts"
 
-/** Every route of the gateway. Requires the storage services. */
-export const routes = Layer.mergeAll(HealthRoutes)
+export const VERSION = "0.1.0"
+
+const unauthenticated = HttpServerResponse.jsonUnsafe(
+  { error: { code: "unauthenticated", message: "an admin token is required: Authorization: Bearer jna_..." } },
+  { status: 401, headers: { "www-authenticate": "Bearer realm=\"janus-admin\"" } }
+)
+
+/** The Studio event stream, admin-only. */
+const EventRoutes = Layer.unwrap(Effect.gen(function*() {
+  const admins = yield* AdminTokens
+  return EventStream.routes((request) => {
+    const header = Option.getOrUndefined(Headers.get(request.headers, "authorization")) ?? ""
+    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
+    if (token === undefined) return Effect.succeed(unauthenticated)
+    return admins.verify(token).pipe(
+      Effect.map((admin) => Option.isSome(admin) ? undefined : unauthenticated),
+      Effect.orElseSucceed(() => HttpServerResponse.jsonUnsafe({ error: { code: "unavailable" } }, { status: 503 }))
+    )
+  })
+}))
+
+/** Every route of the gateway. */
+export const routes = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* JanusConfig
+  return Layer.mergeAll(
+    HealthRoutes,
+    EventRoutes,
+    McpHttp.layer({
+      serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
+      allowedOrigins: config.JANUS_ALLOWED_ORIGINS
+    })
+  )
+}))
+
+/** The services behind the routes, over a storage. */
+export const services: Layer.Layer<
+  | ToolCatalog.ToolCatalog
+  | ListChanged.ListChangedSignals
+  | Sessions.McpSessionStore
+  | Guard.McpGuard
+  | CallAudit.CallAudit
+  | Hub.Hub
+  | Egress.DownstreamClient
+  | Egress.EgressPolicy,
+  Egress.InvalidEgressConfig,
+  JanusConfig | StorageServices
+> = Layer.mergeAll(
+  RestCatalog.layer,
+  ChangeSignals.ListChangedFromHub,
+  ChangeSignals.AnnounceChanges,
+  Sessions.McpSessionStore.layerMemory()
+).pipe(
+  Layer.provideMerge(CallGuard.layer),
+  Layer.provideMerge(CallAudit.CallAudit.layerWith(() => Effect.void)),
+  Layer.provideMerge(EventStream.HubLive),
+  Layer.provideMerge(Egress.layerMemory({}))
+)
 
 /** The Node HTTP server on JANUS_HOST:JANUS_PORT. */
 export const ServerLive = Layer.unwrap(Effect.gen(function*() {
@@ -28,14 +92,19 @@ export const ServerLive = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /** What starting the gateway can fail with before it serves a request. */
-export type StartError = Storage.StorageStartError | Layer.Error<typeof ServerLive> | Layer.Error<typeof StorageLive>
+export type StartError =
+  | Storage.StorageStartError
+  | Layer.Error<typeof ServerLive>
+  | Layer.Error<typeof StorageLive>
+  | Layer.Error<typeof services>
 
 /** The gateway serving HTTP, given its configuration. */
 export const layer: Layer.Layer<
-  Layer.Success<typeof ServerLive> | Layer.Success<typeof StorageLive>,
+  Layer.Success<typeof ServerLive> | StorageServices,
   StartError,
   JanusConfig
 > = HttpRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
+  Layer.provideMerge(services),
   Layer.provideMerge(ServerLive),
   Layer.provideMerge(StorageLive)
 )

@@ -3,26 +3,36 @@
  * a real HTTP server on an ephemeral loopback port.
  *
  * `layer()` provides an `HttpClient` whose requests go to that server (paths
- * like `/readyz` work as is), the storage services (to arrange data), and the
- * configuration. Swap any part by providing another Layer: a test of an
- * extension composes Layers rather than mocking.
+ * like `/readyz` work as is), the storage services (to arrange data), the
+ * gateway's services and the configuration. Swap any part by providing
+ * another Layer: a test of an extension composes Layers rather than mocking.
  *
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import * as StorageTesting from "@janus/storage/testing"
 import { Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { type HttpClient, HttpRouter, type HttpServer } from "effect/http"
 import { JanusConfig, type JanusSettings } from "./config/JanusConfig.ts"
-import { routes } from "./Gateway.ts"
+import { routes, services } from "./Gateway.ts"
+import type { StorageServices } from "./StorageLive.ts"
 
-/** The gateway's routes on a test server, over `storage` (default: in-memory PGlite). */
+/** Everything `layer` provides. */
+export type TestGateway =
+  | HttpClient.HttpClient
+  | HttpServer.HttpServer
+  | StorageServices
+  | Layer.Success<typeof services>
+  | JanusConfig
+
+/** The gateway on a test server, over `storage` (default: in-memory PGlite). */
 export const layer = (options: {
   readonly config?: Partial<JanusSettings>
-  readonly storage?: Layer.Layer<Layer.Success<ReturnType<typeof StorageTesting.layerMemory>>, unknown>
-} = {}) =>
+  readonly storage?: Layer.Layer<StorageServices, unknown>
+} = {}): Layer.Layer<TestGateway, unknown> =>
   HttpRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
+    Layer.provideMerge(services),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(options.storage ?? StorageTesting.layerMemory()),
     Layer.provideMerge(JanusConfig.layerWith(options.config ?? {}))
-  )
+  ) as Layer.Layer<TestGateway, unknown>

@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import type { Endpoint, RestConnection } from "@janus/storage"
+import type { Endpoint } from "@janus/storage"
 import { Result, Schema } from "effect"
 
 /** The arguments of a call do not fit the endpoint. */
@@ -28,10 +28,15 @@ export class InvalidToolArguments extends Schema.TaggedError<InvalidToolArgument
   message: Schema.String
 }) {}
 
-/** What the egress client sends. The secret is added by the egress client, not here. */
+/**
+ * What the egress client sends, relative to the connection's base URL. The
+ * secret is added by the egress client, not here.
+ */
 export interface RestRequest {
   readonly method: Endpoint["method"]
-  readonly url: URL
+  /** Begins with `/`; appended to the base URL's path. */
+  readonly path: string
+  readonly query: ReadonlyArray<readonly [string, string]>
   readonly headers: Record<string, string>
   readonly body: string | undefined
 }
@@ -67,12 +72,11 @@ const scalar = (value: unknown): string =>
  */
 export interface RestPlan {
   readonly endpoint: Endpoint
-  readonly base: string
   readonly segments: ReadonlyArray<{ readonly literal: string } | { readonly param: string }>
   readonly defaultLocation: "query" | "body"
 }
 
-export const plan = (connection: RestConnection, endpoint: Endpoint): RestPlan => {
+export const plan = (endpoint: Endpoint): RestPlan => {
   const segments: Array<{ literal: string } | { param: string }> = []
   const re = /\{([^{}]+)\}/g
   let last = 0
@@ -84,7 +88,6 @@ export const plan = (connection: RestConnection, endpoint: Endpoint): RestPlan =
   if (last < endpoint.pathTemplate.length) segments.push({ literal: endpoint.pathTemplate.slice(last) })
   return {
     endpoint,
-    base: connection.baseUrl.replace(/\/+$/, ""),
     segments,
     defaultLocation: bodyless.has(endpoint.method) ? "query" : "body"
   }
@@ -110,7 +113,8 @@ export const build = (
     }
     path += encodeURIComponent(scalar(value))
   }
-  const url = new URL(p.base + (path.startsWith("/") || path === "" ? path : `/${path}`))
+  if (!path.startsWith("/")) path = `/${path}`
+  const query: Array<readonly [string, string]> = []
   const headers: Record<string, string> = {}
   const bodyArgs: Array<[string, unknown]> = []
   for (const name in args) {
@@ -121,8 +125,8 @@ export const build = (
       case "path":
         break
       case "query":
-        if (Array.isArray(value)) { for (const item of value) url.searchParams.append(name, scalar(item)) }
-        else if (value !== null) url.searchParams.append(name, scalar(value))
+        if (Array.isArray(value)) { for (const item of value) query.push([name, scalar(item)]) }
+        else if (value !== null) query.push([name, scalar(value)])
         break
       case "header": {
         const header = name.toLowerCase()
@@ -149,5 +153,5 @@ export const build = (
     headers["content-type"] = "application/json"
   }
   headers["accept"] ??= "application/json, text/plain;q=0.9, */*;q=0.5"
-  return Result.succeed({ method: endpoint.method, url, headers, body })
+  return Result.succeed({ method: endpoint.method, path, query, headers, body })
 }

@@ -1,0 +1,92 @@
+/**
+ * The gateway's `McpGuard`: the steps of the tools/call hot path around the
+ * catalog call, in SPEC.md's order, and the audit of every attempt.
+ *
+ * **Rules**
+ *
+ * - Concurrency permit: at most `MCP_MAX_CONCURRENT_CALLS` calls run at once
+ *   on this instance; the excess is refused at once (never queued: a queue
+ *   behind a slow downstream is what turned bursts into OOMs) with a
+ *   JSON-RPC error, reason `shed`, and audited as `shed`.
+ * - Every attempt, refused or not, is audited exactly once with its outcome
+ *   (`CallAudit`), including calls the client cancelled.
+ * - `admit` (per-IP limiter, authentication, per-identity limiter) and the
+ *   authorization of the tool are provided by `Admission` (anonymous until
+ *   the security work lands).
+ *
+ * @since 0.1.0
+ */
+import { Cause, Clock, Effect, Exit, Layer, Metric } from "effect"
+import { JanusConfig } from "../config/JanusConfig.ts"
+import * as Caller from "../mcp/Caller.ts"
+import { McpGuard } from "../mcp/Guard.ts"
+import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
+import { CallAudit } from "./CallAudit.ts"
+import * as CallRecord from "./CallRecord.ts"
+
+/** JSON-RPC code of a gateway refusal (SPEC: every refusal is a clear JSON-RPC error). */
+const REFUSED = -32000
+
+export const calls = Metric.counter("janus.calls", { description: "tools/call attempts by outcome", incremental: true })
+
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
+  if (Exit.isSuccess(exit)) {
+    const value = exit.value as ToolCallOutcome
+    return "isError" in value && value.isError === true ? "error" : "ok"
+  }
+  const error = Cause.findErrorOption(exit.cause)
+  if (error._tag === "Some") {
+    const e = error.value as ToolCallError
+    if (e._tag === "ToolCallRefused") return e.reason === "unavailable" ? "error" : e.reason
+  }
+  return "error"
+}
+
+export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit> = Layer.effect(
+  McpGuard,
+  Effect.gen(function*() {
+    const config = yield* JanusConfig
+    const audit = yield* CallAudit
+    const max = config.MCP_MAX_CONCURRENT_CALLS
+    let active = 0
+
+    const guardCall = <A, E, R>(caller: Caller.Caller, toolName: string, call: Effect.Effect<A, E, R>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const record = CallRecord.make(caller.id, toolName, now)
+        if (active >= max) {
+          record.status = REFUSED
+          const refused = new ToolCallRefused({
+            name: toolName,
+            reason: "shed",
+            detail: `the gateway is at its limit of ${max} concurrent calls (MCP_MAX_CONCURRENT_CALLS); retry shortly`,
+            retryAfterMs: 1_000
+          })
+          return Effect.andThen(
+            Effect.andThen(
+              audit.record(record, "shed"),
+              Metric.update(Metric.withAttributes(calls, { outcome: "shed" }), 1)
+            ),
+            Effect.fail(refused)
+          )
+        }
+        active++
+        return call.pipe(
+          Effect.provideService(CallRecord.CurrentCall, record),
+          Effect.onExit((exit) => {
+            active--
+            const outcome = outcomeOf(exit)
+            if (Exit.isFailure(exit) && record.status === null && outcome !== "error") record.status = REFUSED
+            return Effect.andThen(
+              audit.record(record, outcome),
+              Metric.update(Metric.withAttributes(calls, { outcome }), 1)
+            )
+          })
+        ) as Effect.Effect<A, E | ToolCallRefused, R>
+      })
+
+    return McpGuard.of({
+      admit: () => Effect.succeed(Caller.anonymous),
+      guardCall
+    })
+  })
+)

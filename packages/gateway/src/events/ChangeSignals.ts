@@ -1,0 +1,63 @@
+/**
+ * Turns this instance's writes into change signals on the event log, and the
+ * hub's `tools` signals into MCP list-changed notifications.
+ *
+ * **Rules**
+ *
+ * - Each committed write is announced once, by the instance that made it
+ *   (storage's `ChangeFeed.local`), as a change signal (an event without
+ *   data) on topic = the resource kind (`connection`, `endpoint`, ...) about
+ *   the written ids: Studio refetches only what a signal is about.
+ * - A write that changes the tool set (connections, endpoints, virtual
+ *   servers) also signals topic `tools`. MCP clients' list-changed
+ *   notifications are fed by a hub subscriber on that topic, so they are
+ *   change signals under ADR-0197: coalesced, bounded, and the same on every
+ *   replica since every replica's hub reads the same log.
+ *
+ * @since 0.1.0
+ */
+import { Filter, Hub } from "@janus/sse"
+import { ChangeFeed, EventLog } from "@janus/storage"
+import { Effect, Layer, Queue, Stream } from "effect"
+import { ListChangedSignals } from "../mcp/ListChanged.ts"
+
+/** The topic whose signals mean "the tool set changed". */
+export const TOOLS_TOPIC = "tools"
+
+const toolKinds = new Set(["connection", "endpoint", "virtual_server"])
+
+/** Appends a change signal for every local write. */
+export const AnnounceChanges: Layer.Layer<never, never, ChangeFeed | EventLog> = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const feed = yield* ChangeFeed
+    const log = yield* EventLog
+    yield* feed.local.pipe(
+      Stream.runForEach((change) =>
+        Effect.andThen(
+          log.append({ topic: change.kind, about: change.ids }),
+          toolKinds.has(change.kind) ? log.append({ topic: TOOLS_TOPIC }) : Effect.void
+        )
+      ),
+      Effect.forkScoped({ startImmediately: true })
+    )
+  })
+)
+
+/** List-changed signals from a hub subscriber on the `tools` topic. */
+export const ListChangedFromHub: Layer.Layer<ListChangedSignals, never, Hub.Hub> = Layer.effect(
+  ListChangedSignals,
+  Effect.gen(function*() {
+    const hub = yield* Hub.Hub
+    return ListChangedSignals.of({
+      subscribe: Effect.gen(function*() {
+        // Sliding capacity 1: a pending "changed" is all a client needs.
+        const pending = yield* Queue.sliding<void>(1)
+        yield* hub.attach(Filter.topics([TOOLS_TOPIC]), {
+          write: (batch) =>
+            batch.some((frame) => frame._tag !== "Heartbeat") ? Queue.offer(pending, undefined) : Effect.void
+        })
+        return Stream.fromQueue(pending)
+      })
+    })
+  })
+)

@@ -1,0 +1,85 @@
+/**
+ * Studio's live event stream: the storage event log (`broker_event`) feeding
+ * the ADR-0197 hub, served at `GET /api/v1/events`.
+ *
+ * **Rules**
+ *
+ * - Every event any instance commits reaches this instance's hub in id order
+ *   (storage's `EventLog.committed`, woken by NOTIFY), so a subscriber sees
+ *   the same ids on every replica and can resume anywhere with
+ *   `Last-Event-ID`.
+ * - Replay reads the same log (`EventLog.after`), so the seam between replay
+ *   and live is exact.
+ * - `?topics=a,b` narrows the stream; no parameter means every topic.
+ * - A bad `Last-Event-ID` is a 400 that says what is expected.
+ * - The stream is admin-only: `AdminAuth` guards it (see `admin/`).
+ * - No compression or buffering sits between the stream and the socket: a
+ *   buffer would accept writes a stalled client never reads and hide the
+ *   blocked write that ADR-0197 uses to drop it.
+ *
+ * @since 0.1.0
+ */
+import { EventLog, Filter, Frame, Hub, Wire } from "@janus/sse"
+import { EventLog as StorageEventLog } from "@janus/storage"
+import { Effect, Layer, Stream } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+
+/** The sse package's replay interface over storage's `broker_event` log. */
+export const EventLogLive: Layer.Layer<EventLog.EventLog, never, StorageEventLog> = Layer.effect(
+  EventLog.EventLog,
+  Effect.map(Effect.service(StorageEventLog), (log) =>
+    EventLog.EventLog.of({
+      after: (id, limit) =>
+        log.after(id, limit).pipe(
+          Effect.mapError((cause) => new EventLog.EventLogError({ message: cause.message, cause }))
+        )
+    }))
+)
+
+/** The hub, fed by every committed event for as long as the layer lives. */
+export const HubLive: Layer.Layer<Hub.Hub, never, StorageEventLog> = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const hub = yield* Hub.Hub
+    const log = yield* StorageEventLog
+    yield* log.committed.pipe(
+      Stream.runForEach((row) => hub.publish(Frame.fromLogged(row))),
+      Effect.forkScoped
+    )
+  })
+).pipe(
+  Layer.provideMerge(Hub.Hub.layer),
+  Layer.provide(EventLogLive)
+)
+
+const filterOf = (request: HttpServerRequest.HttpServerRequest): Filter.Filter => {
+  const topics = new URL(request.url, "http://janus").searchParams.get("topics")
+  if (topics === null || topics.trim() === "") return Filter.all
+  return Filter.topics(topics.split(",").map((t) => t.trim()).filter((t) => t !== ""))
+}
+
+/**
+ * `GET /api/v1/events`, with `guard` deciding who may watch: it answers the
+ * refusal to send, or `undefined` to let the request through.
+ */
+export const routes = <R>(
+  guard: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, R>
+) =>
+  HttpRouter.use(Effect.fn(function*(router) {
+    const hub = yield* Hub.Hub
+    yield* router.add("GET", "/api/v1/events", (request) =>
+      Effect.flatMap(guard(request), (refusal) =>
+        refusal !== undefined ? Effect.succeed(refusal) : Wire.lastEventIdOf(request).pipe(
+          Effect.flatMap((lastEventId) =>
+            Wire.eventsResponse(filterOf(request), lastEventId)
+          ),
+          Effect.provideService(Hub.Hub, hub),
+          Effect.catchTag("InvalidLastEventId", (error) =>
+            Effect.succeed(
+              HttpServerResponse.jsonUnsafe({ error: { code: "invalid_last_event_id", message: error.message } }, {
+                status: 400
+              })
+            ))
+        )))
+  }))

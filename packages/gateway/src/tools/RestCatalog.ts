@@ -1,0 +1,270 @@
+/**
+ * The `ToolCatalog` of REST endpoints: each endpoint of a rest connection is
+ * one MCP tool, and a call runs the hot path from "resolve the tool" on.
+ *
+ * **Rules** (SPEC "The hot path of tools/call", after the guard's steps)
+ *
+ * - Resolve: from the config cache. Tools and request plans are compiled once
+ *   per configuration snapshot (a `WeakMap` keyed by the snapshot object the
+ *   cache hands out), so a call does a map lookup, not a query or a parse.
+ * - Response cache (`RESPONSE_CACHE_TTL` > 0): only GET endpoints marked
+ *   idempotent; keyed by the caller's identity, method and URL, so one caller
+ *   never sees a response fetched for another; purged whenever connections,
+ *   endpoints or secrets change. Errors and 4xx/5xx are never cached.
+ * - Egress: the connection's secret comes from the secret cache and is
+ *   injected by the egress client; timeouts, retries, the breaker, the SSRF
+ *   guard and cancellation are the egress client's (see `egress/`).
+ * - Refusals map to JSON-RPC errors with a reason: breaker open ->
+ *   `breaker_open`, timeout -> `timeout`, egress refused or a missing secret
+ *   -> `denied`, a downstream that cannot be reached -> `unavailable`.
+ *   A 4xx/5xx answer is a tool result with `isError`, so the model sees it.
+ * - Progress: when the client asked for progress, a beat is sent every
+ *   `PROGRESS_INTERVAL` while the downstream has not answered.
+ * - `changes` fires when connections, endpoints or virtual servers change,
+ *   on this instance or any other (the storage change feed).
+ *
+ * @since 0.1.0
+ */
+import { ChangeFeed, ConfigCache, type ConfigSnapshot, type RestConnection, SecretCache } from "@janus/storage"
+import { Cache, Duration, Effect, Layer, Option, Stream } from "effect"
+import { CurrentCall } from "../calls/CallRecord.ts"
+import { JanusConfig } from "../config/JanusConfig.ts"
+import {
+  type AuthScheme,
+  DownstreamClient,
+  type DownstreamError,
+  type DownstreamResponse,
+  type EgressConnection
+} from "../egress/index.ts"
+import {
+  type CallToolResult,
+  InvalidToolArguments,
+  type Tool,
+  ToolCallRefused,
+  ToolCatalog,
+  ToolNotFound
+} from "../mcp/ToolCatalog.ts"
+import * as RestRequest from "./RestRequest.ts"
+import * as RestResult from "./RestResult.ts"
+
+/** How often a long call reports progress when the client asked for it. */
+export const PROGRESS_INTERVAL = Duration.seconds(1)
+
+const configKinds = new Set(["connection", "endpoint", "virtual_server"])
+const cacheKinds = new Set(["connection", "endpoint", "secret"])
+const readOnlyMethods = new Set(["GET", "HEAD", "OPTIONS"])
+
+interface CompiledTool {
+  readonly plan: RestRequest.RestPlan
+  readonly connection: RestConnection
+  readonly egress: EgressConnection
+  readonly cacheable: boolean
+}
+
+interface Compiled {
+  readonly tools: ReadonlyArray<Tool>
+  readonly byName: ReadonlyMap<string, CompiledTool>
+}
+
+const authScheme = (auth: RestConnection["auth"]): AuthScheme => {
+  switch (auth.scheme) {
+    case "none":
+      return { _tag: "None" }
+    case "bearer":
+      return { _tag: "Bearer" }
+    case "header":
+      return { _tag: "Header", name: auth.header }
+    case "basic":
+      return { _tag: "Basic", username: auth.username }
+  }
+}
+
+const compile = (snapshot: ConfigSnapshot): Compiled => {
+  const byName = new Map<string, CompiledTool>()
+  const tools: Array<Tool> = []
+  for (const endpoint of snapshot.endpoints) {
+    const connection = snapshot.connectionById.get(endpoint.connectionId)
+    if (connection === undefined || connection.kind !== "rest") continue
+    const readOnly = readOnlyMethods.has(endpoint.method)
+    tools.push({
+      name: endpoint.name,
+      description: endpoint.description !== ""
+        ? endpoint.description
+        : `${endpoint.method} ${endpoint.pathTemplate} on ${connection.name}`,
+      inputSchema: endpoint.inputSchema as Tool["inputSchema"],
+      annotations: {
+        title: endpoint.name,
+        readOnlyHint: readOnly,
+        destructiveHint: endpoint.method === "DELETE",
+        idempotentHint: endpoint.idempotent,
+        openWorldHint: true
+      }
+    })
+    byName.set(endpoint.name, {
+      plan: RestRequest.plan(endpoint),
+      connection,
+      egress: {
+        id: connection.id,
+        baseUrl: connection.baseUrl,
+        auth: authScheme(connection.auth),
+        timeout: Duration.millis(connection.timeoutMs),
+        retry: {
+          retries: connection.retry.maxAttempts - 1,
+          baseDelay: Duration.millis(connection.retry.initialDelayMs),
+          maxDelay: Duration.millis(connection.retry.maxDelayMs)
+        },
+        breaker: {
+          failures: connection.breaker.consecutiveFailures,
+          openDuration: Duration.millis(connection.breaker.openMs)
+        },
+        ...(connection.egressAllowList === null ? {} : { allow: connection.egressAllowList })
+      },
+      cacheable: endpoint.method === "GET" && endpoint.idempotent
+    })
+  }
+  tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return { tools, byName }
+}
+
+const refusal = (tool: string, error: DownstreamError | { readonly _tag: string; readonly message: string }) => {
+  switch (error._tag) {
+    case "BreakerOpen": {
+      const retryAfterMs = (error as { retryAfterMillis: number }).retryAfterMillis
+      return new ToolCallRefused({
+        name: tool,
+        reason: "breaker_open",
+        detail: `${error.message}; the downstream failed repeatedly, so calls fail fast until it recovers`,
+        retryAfterMs
+      })
+    }
+    case "DownstreamTimeout":
+      return new ToolCallRefused({ name: tool, reason: "timeout", detail: error.message })
+    case "EgressRefused":
+    case "SecretNotFound":
+    case "SecretDecryptionFailed":
+    case "InvalidEgressConfig":
+      return new ToolCallRefused({ name: tool, reason: "denied", detail: error.message })
+    default:
+      return new ToolCallRefused({ name: tool, reason: "unavailable", detail: error.message })
+  }
+}
+
+const decoder = new TextDecoder()
+
+export const layer: Layer.Layer<
+  ToolCatalog,
+  never,
+  ConfigCache | SecretCache | ChangeFeed | DownstreamClient | JanusConfig
+> = Layer.effect(
+  ToolCatalog,
+  Effect.gen(function*() {
+    const configCache = yield* ConfigCache
+    const secrets = yield* SecretCache
+    const feed = yield* ChangeFeed
+    const downstream = yield* DownstreamClient
+    const config = yield* JanusConfig
+
+    const compiledBySnapshot = new WeakMap<ConfigSnapshot, Compiled>()
+    const compiled = Effect.map(configCache.snapshot, (snapshot) => {
+      let c = compiledBySnapshot.get(snapshot)
+      if (c === undefined) {
+        c = compile(snapshot)
+        compiledBySnapshot.set(snapshot, c)
+      }
+      return c
+    })
+
+    const responseTtl = config.RESPONSE_CACHE_TTL
+    const responses = Duration.isZero(responseTtl)
+      ? undefined
+      : yield* Cache.make<string, CallToolResult>({
+        capacity: 10_000,
+        timeToLive: responseTtl,
+        lookup: () => Effect.die("the response cache is only read with getOption")
+      })
+    if (responses !== undefined) {
+      yield* feed.register((change) => cacheKinds.has(change.kind) ? Cache.invalidateAll(responses) : Effect.void)
+    }
+
+    const send = (tool: CompiledTool, request: RestRequest.RestRequest, signal: AbortSignal) =>
+      Effect.gen(function*() {
+        const auth = tool.connection.auth
+        const secret = auth.scheme === "none" ? undefined : yield* secrets.reveal(auth.secret)
+        return yield* downstream.call(tool.egress, {
+          method: request.method,
+          path: request.path,
+          query: request.query as Array<[string, string]>,
+          headers: request.headers,
+          body: request.body,
+          idempotent: tool.plan.endpoint.idempotent,
+          secret,
+          signal
+        })
+      })
+
+    const toResult = (response: DownstreamResponse): CallToolResult =>
+      RestResult.fromResponse({
+        status: response.status,
+        contentType: response.headers["content-type"],
+        body: decoder.decode(response.body)
+      }) as CallToolResult
+
+    return ToolCatalog.of({
+      list: () => compiled.pipe(Effect.map((c) => c.tools), Effect.orDie),
+      changes: feed.changes.pipe(Stream.filter((change) => configKinds.has(change.kind)), Stream.as(undefined)),
+      call: (caller, request) =>
+        Effect.gen(function*() {
+          const c = yield* compiled.pipe(
+            Effect.mapError((error) =>
+              new ToolCallRefused({ name: request.name, reason: "unavailable", detail: error.message })
+            )
+          )
+          const tool = c.byName.get(request.name)
+          if (tool === undefined) return yield* new ToolNotFound({ name: request.name })
+          const record = yield* Effect.serviceOption(CurrentCall)
+          if (Option.isSome(record)) record.value.connection = tool.connection.name
+
+          const built = RestRequest.build(tool.plan, request.arguments)
+          if (built._tag === "Failure") {
+            return yield* new InvalidToolArguments({ name: request.name, detail: built.failure.message })
+          }
+          const req = built.success
+          if (Option.isSome(record)) record.value.bytesOut = req.body?.length ?? 0
+
+          const cacheKey = responses !== undefined && tool.cacheable
+            ? `${caller.id}\n${tool.connection.id}\n${req.path}?${new URLSearchParams(
+              req.query as Array<[string, string]>
+            )}`
+            : undefined
+          if (cacheKey !== undefined) {
+            const hit = yield* Cache.getOption(responses!, cacheKey)
+            if (Option.isSome(hit)) {
+              if (Option.isSome(record)) record.value.cached = true
+              return hit.value
+            }
+          }
+
+          const call = send(tool, req, request.signal)
+          const response = yield* Option.match(request.progress, {
+            onNone: () => call,
+            onSome: (report) => {
+              let beats = 0
+              return Effect.raceFirst(
+                call,
+                Effect.forever(
+                  Effect.sleep(PROGRESS_INTERVAL).pipe(Effect.andThen(Effect.suspend(() => report(++beats))))
+                ) as Effect.Effect<never>
+              )
+            }
+          }).pipe(Effect.mapError((error) => refusal(request.name, error)))
+          if (Option.isSome(record)) {
+            record.value.status = response.status
+            record.value.bytesIn = response.body.length
+          }
+          const result = toResult(response)
+          if (cacheKey !== undefined && response.status < 400) yield* Cache.set(responses!, cacheKey, result)
+          return result
+        })
+    })
+  })
+)

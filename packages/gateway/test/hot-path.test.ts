@@ -1,0 +1,182 @@
+/**
+ * The hot-path steps the gateway owns around the egress client: shedding at
+ * the concurrency cap, the response cache, cancellation and progress.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Connections, Endpoints } from "@janus/storage"
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Duration, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import type { JanusSettings } from "../src/config/JanusConfig.ts"
+import * as GatewayTesting from "../src/testing.ts"
+import * as Downstream from "./support/Downstream.ts"
+
+const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
+
+const seed = Effect.gen(function*() {
+  const downstream = yield* Downstream.Downstream
+  const connection = yield* (yield* Connections).create({
+    kind: "rest",
+    name: "pets",
+    baseUrl: downstream.url,
+    egressAllowList: ["127.0.0.1"],
+    retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 }
+  })
+  const endpoints = yield* Endpoints
+  const schema = { type: "object", properties: { id: { type: "string" }, ms: { type: "number" } } }
+  yield* endpoints.create({
+    connectionId: connection.id,
+    name: "slow",
+    method: "GET",
+    pathTemplate: "/slow",
+    arguments: { ms: "query" },
+    inputSchema: schema
+  })
+  yield* endpoints.create({
+    connectionId: connection.id,
+    name: "get_pet",
+    method: "GET",
+    pathTemplate: "/pets/{id}",
+    arguments: { id: "path" },
+    inputSchema: schema
+  })
+  yield* endpoints.create({
+    connectionId: connection.id,
+    name: "create_pet",
+    method: "POST",
+    pathTemplate: "/pets",
+    inputSchema: schema
+  })
+})
+
+const gateway = (config: Partial<JanusSettings>) =>
+  Layer.effectDiscard(seed).pipe(
+    Layer.provideMerge(GatewayTesting.layer({ config })),
+    Layer.provideMerge(Downstream.layer)
+  )
+
+const v2 = Effect.acquireRelease(
+  Effect.flatMap(mcpUrl, (url) =>
+    Effect.promise(async () => {
+      const client = new ClientV2({ name: "v2", version: "2" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
+      await client.connect(new TransportV2(url))
+      return client
+    })),
+  (client) => Effect.promise(() => client.close())
+)
+
+const v1 = Effect.acquireRelease(
+  Effect.flatMap(mcpUrl, (url) =>
+    Effect.promise(async () => {
+      const client = new ClientV1({ name: "v1", version: "1" })
+      await client.connect(new TransportV1(url))
+      return client
+    })),
+  (client) => Effect.promise(() => client.close())
+)
+
+const settle = (p: Promise<unknown>) => p.then(() => "ok", (e: Error) => e.message)
+
+describe("shedding at MCP_MAX_CONCURRENT_CALLS", () => {
+  layer(gateway({ MCP_MAX_CONCURRENT_CALLS: 2 }), { timeout: 60_000, excludeTestServices: true })("", (it) => {
+    it.effect("admits exactly the cap and refuses the excess at once with reason shed", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const client = yield* v2
+        const downstream = yield* Downstream.Downstream
+        const outcomes = yield* Effect.promise(() =>
+          Promise.all(
+            Array.from({ length: 5 }, () => settle(client.callTool({ name: "slow", arguments: { ms: 600 } })))
+          )
+        )
+        assert.strictEqual(outcomes.filter((o) => o === "ok").length, 2)
+        const shed = outcomes.filter((o) => o !== "ok")
+        assert.strictEqual(shed.length, 3)
+        for (const message of shed) assert.include(message, "refused (shed)")
+        assert.strictEqual(downstream.hits.get("GET /slow"), 2)
+        // the permits come back: a call after the burst is admitted
+        assert.strictEqual(
+          yield* Effect.promise(() => settle(client.callTool({ name: "slow", arguments: { ms: 1 } }))),
+          "ok"
+        )
+      })))
+  })
+})
+
+describe("response cache", () => {
+  layer(gateway({ RESPONSE_CACHE_TTL: Duration.minutes(1) }), { timeout: 60_000, excludeTestServices: true })(
+    "",
+    (it) => {
+      it.effect("serves a repeated idempotent GET from cache, misses on other arguments, never caches POST", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const client = yield* v2
+          const downstream = yield* Downstream.Downstream
+          const call = (name: string, args: Record<string, unknown>) =>
+            Effect.promise(() => client.callTool({ name, arguments: args }))
+          const first = yield* call("get_pet", { id: "1" })
+          const second = yield* call("get_pet", { id: "1" })
+          assert.deepStrictEqual(second.structuredContent, first.structuredContent)
+          assert.strictEqual(downstream.hits.get("GET /pets/1"), 1)
+          yield* call("get_pet", { id: "2" })
+          assert.strictEqual(downstream.hits.get("GET /pets/2"), 1)
+          yield* call("create_pet", { id: "3" })
+          yield* call("create_pet", { id: "3" })
+          assert.strictEqual(downstream.hits.get("POST /pets"), 2)
+        })))
+
+      it.effect("a configuration write purges the cache at once", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const client = yield* v2
+          const downstream = yield* Downstream.Downstream
+          yield* Effect.promise(() => client.callTool({ name: "get_pet", arguments: { id: "9" } }))
+          const endpoints = yield* Endpoints
+          const endpoint = (yield* endpoints.list()).find((e) => e.name === "get_pet")!
+          yield* endpoints.update(endpoint.id, endpoint.version, {
+            connectionId: endpoint.connectionId,
+            name: endpoint.name,
+            description: "changed",
+            method: endpoint.method,
+            pathTemplate: endpoint.pathTemplate,
+            arguments: endpoint.arguments,
+            inputSchema: endpoint.inputSchema
+          })
+          yield* Effect.promise(() => client.callTool({ name: "get_pet", arguments: { id: "9" } }))
+          assert.strictEqual(downstream.hits.get("GET /pets/9"), 2)
+        })))
+    }
+  )
+})
+
+describe("cancellation and progress", () => {
+  layer(gateway({}), { timeout: 60_000, excludeTestServices: true })("", (it) => {
+    it.effect("notifications/cancelled aborts the downstream request", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const client = yield* v1
+        const downstream = yield* Downstream.Downstream
+        const controller = new AbortController()
+        const pending = settle(
+          client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal })
+        )
+        yield* Effect.sleep("300 millis")
+        controller.abort("user gave up")
+        yield* Effect.promise(() => pending)
+        for (let i = 0; i < 50 && downstream.aborted === 0; i++) yield* Effect.sleep("20 millis")
+        assert.strictEqual(downstream.aborted, 1)
+      })))
+
+    it.effect("a long call reports progress when the client asked for it", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const client = yield* v1
+        const progress: Array<number> = []
+        const result = yield* Effect.promise(() =>
+          client.callTool({ name: "slow", arguments: { ms: 2_300 } }, undefined, {
+            onprogress: (p) => progress.push(p.progress),
+            timeout: 10_000
+          })
+        )
+        assert.deepStrictEqual(result.structuredContent, { slow: true })
+        assert.deepStrictEqual(progress, [1, 2])
+      })))
+  })
+})

@@ -1,0 +1,72 @@
+/**
+ * A real HTTP downstream on loopback for hot-path tests: a tiny pet API that
+ * counts the requests it sees and can be slow or failing on demand.
+ */
+import { Context, Effect, Layer } from "effect"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+
+export interface DownstreamState {
+  readonly url: string
+  /** Requests seen, by "METHOD path". */
+  readonly hits: Map<string, number>
+  /** Last request's headers, lower-case. */
+  lastHeaders: Record<string, string | Array<string> | undefined>
+  /** Sockets closed by the client before an answer was sent. */
+  aborted: number
+}
+
+export class Downstream extends Context.Service<Downstream, DownstreamState>()("test/Downstream") {}
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" })
+  res.end(JSON.stringify(body))
+}
+
+const handle = (state: DownstreamState) => (req: IncomingMessage, res: ServerResponse) => {
+  const url = new URL(req.url ?? "/", "http://x")
+  const key = `${req.method} ${url.pathname}`
+  state.hits.set(key, (state.hits.get(key) ?? 0) + 1)
+  state.lastHeaders = req.headers
+  let body = ""
+  req.on("data", (c) => (body += c))
+  req.on("end", () => {
+    const pet = /^\/pets\/([^/]+)$/.exec(url.pathname)
+    if (req.method === "GET" && pet) {
+      return json(res, 200, { id: decodeURIComponent(pet[1]!), name: "Rex", tag: url.searchParams.get("tag") })
+    }
+    if (req.method === "POST" && url.pathname === "/pets") return json(res, 201, { created: JSON.parse(body || "{}") })
+    if (url.pathname === "/slow") {
+      const timer = setTimeout(() => json(res, 200, { slow: true }), Number(url.searchParams.get("ms") ?? 500))
+      res.on("close", () => {
+        if (!res.writableEnded) {
+          clearTimeout(timer)
+          state.aborted++
+        }
+      })
+      return
+    }
+    if (url.pathname === "/fail") return json(res, 503, { error: "down for maintenance" })
+    if (url.pathname === "/missing") return json(res, 404, { error: "no such pet" })
+    if (url.pathname === "/text") {
+      res.writeHead(200, { "content-type": "text/plain" })
+      return res.end("plain words")
+    }
+    json(res, 404, { error: `no route ${key}` })
+  })
+}
+
+export const layer: Layer.Layer<Downstream> = Layer.effect(
+  Downstream,
+  Effect.acquireRelease(
+    Effect.callback<{ state: DownstreamState; close: () => void }>((resume) => {
+      const state: DownstreamState = { url: "", hits: new Map(), lastHeaders: {}, aborted: 0 }
+      const server = createServer(handle(state))
+      server.listen(0, "127.0.0.1", () => {
+        state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        resume(Effect.succeed({ state, close: () => server.closeAllConnections() || server.close() }))
+      })
+    }),
+    ({ close }) => Effect.sync(close)
+  ).pipe(Effect.map(({ state }) => Downstream.of(state)))
+)
