@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 
 export interface DownstreamState {
-  readonly url: string
+  url: string
   /** Requests seen, by "METHOD path". */
   readonly hits: Map<string, number>
   /** Last request's headers, lower-case. */
@@ -64,7 +64,13 @@ export const layer: Layer.Layer<Downstream> = Layer.effect(
       const server = createServer(handle(state))
       server.listen(0, "127.0.0.1", () => {
         state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-        resume(Effect.succeed({ state, close: () => server.closeAllConnections() || server.close() }))
+        resume(Effect.succeed({
+          state,
+          close: () => {
+            server.closeAllConnections()
+            server.close()
+          }
+        }))
       })
     }),
     ({ close }) => Effect.sync(close)
