@@ -44,18 +44,23 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
   })
 }))
 
+/** Every route of the gateway; `mcp` overrides the MCP transport's options (tests). */
+export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* JanusConfig
+    return Layer.mergeAll(
+      HealthRoutes,
+      EventRoutes,
+      McpHttp.layer({
+        serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
+        allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
+        ...mcp
+      })
+    )
+  }))
+
 /** Every route of the gateway. */
-export const routes = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* JanusConfig
-  return Layer.mergeAll(
-    HealthRoutes,
-    EventRoutes,
-    McpHttp.layer({
-      serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
-      allowedOrigins: config.JANUS_ALLOWED_ORIGINS
-    })
-  )
-}))
+export const routes = makeRoutes()
 
 /** The services behind the routes, over a storage. */
 export const services: Layer.Layer<

@@ -12,10 +12,26 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as StorageTesting from "@janus/storage/testing"
 import { Layer } from "effect"
-import { type HttpClient, HttpRouter, type HttpServer } from "effect/http"
+import { FetchHttpClient, type HttpClient, HttpRouter, HttpServer } from "effect/http"
+import { createServer } from "node:http"
 import { JanusConfig, type JanusSettings } from "./config/JanusConfig.ts"
-import { routes, services } from "./Gateway.ts"
+import { makeRoutes, services } from "./Gateway.ts"
+import type { McpHttp } from "./mcp/index.ts"
 import type { StorageServices } from "./StorageLive.ts"
+
+/**
+ * `NodeHttpServer.layerTest`, but bound to 127.0.0.1: tests send traffic to
+ * loopback only, and clients that insist on a loopback URL (the conformance
+ * suite's DNS-rebinding checks) get one.
+ */
+const TestServer = HttpServer.layerTestClient.pipe(
+  Layer.provide(
+    Layer.fresh(FetchHttpClient.layer).pipe(
+      Layer.provide(Layer.succeed(FetchHttpClient.RequestInit)({ keepalive: false }))
+    )
+  ),
+  Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+)
 
 /** Everything `layer` provides. */
 export type TestGateway =
@@ -29,10 +45,11 @@ export type TestGateway =
 export const layer = (options: {
   readonly config?: Partial<JanusSettings>
   readonly storage?: Layer.Layer<StorageServices, unknown>
+  readonly mcp?: Partial<McpHttp.McpHttpOptions>
 } = {}): Layer.Layer<TestGateway, unknown> =>
-  HttpRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
+  HttpRouter.serve(makeRoutes(options.mcp), { disableListenLog: true, disableLogger: true }).pipe(
     Layer.provideMerge(services),
-    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provideMerge(TestServer),
     Layer.provideMerge(options.storage ?? StorageTesting.layerMemory()),
     Layer.provideMerge(JanusConfig.layerWith(options.config ?? {}))
   ) as Layer.Layer<TestGateway, unknown>

@@ -9,12 +9,15 @@
  * (both packages declare the `conformance` bin).
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Connections, Endpoints } from "@janus/storage"
+import { Effect, Layer } from "effect"
 import { execFile } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import * as GatewayTesting from "../../src/testing.ts"
+import * as Downstream from "../support/Downstream.ts"
 import { mcpUrl, serverLayer } from "./fixtures.ts"
 
 const require = createRequire(import.meta.url)
@@ -62,6 +65,39 @@ const run = (suite: string, cli: string, url: string, scenario: string, specVers
     })
   )
 
+const seedPets = Effect.gen(function*() {
+  const downstream = yield* Downstream.Downstream
+  const pets = yield* (yield* Connections).create({
+    kind: "rest",
+    name: "pets",
+    baseUrl: downstream.url,
+    egressAllowList: ["127.0.0.1"]
+  })
+  // a tool without required arguments, which the suite's header checks call with whatever they send
+  yield* (yield* Endpoints).create({
+    connectionId: pets.id,
+    name: "echo",
+    description: "Answers with plain text",
+    method: "GET",
+    pathTemplate: "/text",
+    inputSchema: { type: "object", properties: {} }
+  })
+  yield* (yield* Endpoints).create({
+    connectionId: pets.id,
+    name: "get_pet",
+    description: "Fetch a pet by id",
+    method: "GET",
+    pathTemplate: "/pets/{id}",
+    arguments: { id: "path" },
+    // x-mcp-header: 2026-07-28 clients mirror the argument into an Mcp-Param-Pet-Id header
+    inputSchema: {
+      type: "object",
+      properties: { id: { type: "string", "x-mcp-header": "Pet-Id" } },
+      required: ["id"]
+    }
+  })
+})
+
 const summarize = (result: Run): string => {
   const count = (status: Check["status"]) => result.checks.filter((check) => check.status === status).length
   return `${result.suite} ${result.scenario}${result.specVersion === undefined ? "" : ` @${result.specVersion}`}: ` +
@@ -92,7 +128,30 @@ const nextScenarios = [
 // Scenarios that apply to both eras, also run on the 2026-07-28 wire.
 const dualEra = ["tools-list", "server-sse-multiple-streams", "dns-rebinding-protection"]
 
-layer(serverLayer({ pageSize: 100, pollAfter: "100 millis" }), { excludeTestServices: true })("conformance", (it) => {
+/**
+ * Checks that need the suite's own diagnostic tools (`test_missing_capability`,
+ * `test_streaming_elicitation`, `test_logging_tool`), which a real gateway does
+ * not list: the suite reports them "Not testable". They are exercised against
+ * the MCP layer's fixture catalog, which does list them; see the README.
+ */
+export const NOT_EXERCISED_ON_A_GATEWAY = [
+  "sep-2575-server-rejects-undeclared-capability",
+  "sep-2575-missing-capability-http-400",
+  "sep-2575-http-server-no-independent-requests-on-stream",
+  "sep-2575-server-no-log-without-loglevel"
+]
+
+/**
+ * server-sse-polling calls the suite's `test_reconnection` diagnostic tool; a
+ * gateway does not list it, so the scenario records no check there (it is
+ * exercised against the MCP layer's fixture catalog).
+ */
+export const SCENARIOS_WITHOUT_CHECKS_ON_A_GATEWAY = ["server-sse-polling"]
+
+const scenariosPass = (notExercised: ReadonlyArray<string>, withoutChecks: ReadonlyArray<string> = []) =>
+(it: {
+  readonly effect: (name: string, f: () => Effect.Effect<void, never, any>, options: { timeout: number }) => void
+}) =>
   it.effect("reports no FAILURE in the required server scenarios", () =>
     Effect.gen(function*() {
       const url = yield* mcpUrl
@@ -106,8 +165,16 @@ layer(serverLayer({ pageSize: 100, pollAfter: "100 millis" }), { excludeTestServ
       )
       console.log(runs.map(summarize).join("\n"))
       for (const result of runs) {
+        if (withoutChecks.includes(result.scenario)) {
+          const verdicts = result.checks.filter((check) => check.status === "SUCCESS" || check.status === "FAILURE")
+          assert.strictEqual(verdicts.length, 0, `${summarize(result)}: now exercised; drop it from the list`)
+          continue
+        }
         assert.isAbove(result.checks.length, 0, `${summarize(result)}\n${result.output}`)
-        const failures = result.checks.filter((check) => check.status === "FAILURE")
+        const failures = result.checks.filter((check) =>
+          check.status === "FAILURE" &&
+          !(notExercised.includes(check.id) && check.errorMessage?.startsWith("Not testable"))
+        )
         assert.deepStrictEqual(
           failures.map((check) => `${check.id}: ${check.errorMessage}`),
           [],
@@ -115,4 +182,17 @@ layer(serverLayer({ pageSize: 100, pollAfter: "100 millis" }), { excludeTestServ
         )
       }
     }), { timeout: 180_000 })
-})
+
+layer(serverLayer({ pageSize: 100, pollAfter: "100 millis" }), { excludeTestServices: true })(
+  "conformance of the MCP layer",
+  scenariosPass([])
+)
+
+// The whole gateway (storage, REST catalog, guard, egress) with endpoints seeded from a real downstream.
+layer(
+  Layer.effectDiscard(seedPets).pipe(
+    Layer.provideMerge(GatewayTesting.layer({ mcp: { pageSize: 100, pollAfter: "100 millis" } })),
+    Layer.provideMerge(Downstream.layer)
+  ),
+  { excludeTestServices: true, timeout: 60_000 }
+)("conformance of a Janus instance", scenariosPass(NOT_EXERCISED_ON_A_GATEWAY, SCENARIOS_WITHOUT_CHECKS_ON_A_GATEWAY))
