@@ -12,6 +12,7 @@ import { Console, Effect, Layer, Redacted } from "effect"
 import { Command } from "effect/cli"
 import { HttpServer } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
+import * as Demo from "../demo/Demo.ts"
 import * as Gateway from "../Gateway.ts"
 import { describeStorage } from "../StorageLive.ts"
 
@@ -23,6 +24,8 @@ const announce = Effect.gen(function*() {
   yield* Console.log(`Janus is listening on ${url}`)
   yield* Console.log(`  data: ${describeStorage(config)}`)
   yield* Console.log(`  health: ${url}/healthz, readiness: ${url}/readyz`)
+  if (config.JANUS_DEMO) yield* Layer.build(Demo.layer)
+  yield* Console.log(`  MCP endpoint: ${url}/mcp`)
   if ((yield* admins.count) === 0) {
     const created = yield* admins.create({ name: "initial admin" })
     yield* Console.log("")
@@ -31,7 +34,13 @@ const announce = Effect.gen(function*() {
   }
 })
 
-export const serve: Command.Command<"serve", {}, {}, Gateway.StartError | InvalidInput, JanusConfig> = Command.make(
+export const serve: Command.Command<
+  "serve",
+  {},
+  {},
+  Gateway.StartError | InvalidInput | Layer.Error<typeof Demo.layer>,
+  JanusConfig
+> = Command.make(
   "serve",
   {},
   () => Layer.launch(Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer)))
