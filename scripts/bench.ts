@@ -11,7 +11,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
-import { cpus, totalmem } from "node:os"
+import { cpus, loadavg, totalmem } from "node:os"
 import { join } from "node:path"
 
 const root = join(import.meta.dirname, "..")
@@ -37,6 +37,8 @@ for (const name of names) {
   }
 }
 
+// The machine is shared: record how busy it was, so a reader can tell a slow run from a slow build.
+const loadAtStart = loadavg()[0]!.toFixed(2)
 const sections: Array<string> = []
 let failed = false
 for (const name of names) {
@@ -89,7 +91,8 @@ const header = [
   "",
   `Machine: ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ` +
   `Node ${process.version}, ${process.platform}/${process.arch}.`,
-  `Command: \`npm run bench${selected.length > 0 ? ` -- ${selected.join(" ")}` : ""}\``
+  `Command: \`npm run bench${selected.length > 0 ? ` -- ${selected.join(" ")}` : ""}\``,
+  `Load average (1 min) at start: ${loadAtStart}, at end: ${loadavg()[0]!.toFixed(2)}.`
 ].join("\n")
 
 const file = join(root, "BENCHMARKS.md")
