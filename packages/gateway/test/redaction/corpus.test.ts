@@ -1,0 +1,237 @@
+/**
+ * The redaction corpus: positives and negatives of every built-in detector,
+ * each asserting the exact output and the counts by kind.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { PaymentCard } from "../../src/redaction/index.ts"
+import { CARDS, CREDENTIALS, engineOf, IBANS } from "./fixtures.ts"
+
+const engine = engineOf()
+
+/** [input, expected output, expected counts] */
+type Case = readonly [input: string, output: string, counts: Record<string, number>]
+
+const check = (cases: ReadonlyArray<Case>) => {
+  for (const [input, output, counts] of cases) {
+    const result = engine.redactText(input)
+    assert.strictEqual(result.value, output, `redacting ${JSON.stringify(input)}`)
+    assert.deepStrictEqual(result.counts, counts, `counts of ${JSON.stringify(input)}`)
+    assert.strictEqual(result.total, Object.values(counts).reduce((a, b) => a + b, 0))
+  }
+}
+
+const unchanged = (...inputs: ReadonlyArray<string>): ReadonlyArray<Case> => inputs.map((s) => [s, s, {}])
+
+describe("payment cards", () => {
+  it("redacts the test card number of every network, and knows its brand", () => {
+    for (const [brand, number] of CARDS) {
+      assert.strictEqual(PaymentCard.brandOf(number), brand, number)
+      check([[number, "[REDACTED:card]", { card: 1 }]])
+    }
+  })
+
+  it("redacts numbers written with spaces or dashes, and inside text", () => {
+    check([
+      ["4111 1111 1111 1111", "[REDACTED:card]", { card: 1 }],
+      ["5555-5555-5555-4444", "[REDACTED:card]", { card: 1 }],
+      ["3782 822463 10005", "[REDACTED:card]", { card: 1 }],
+      ["Card: 4111111111111111, exp 12/27", "Card: [REDACTED:card], exp 12/27", { card: 1 }],
+      ["paid with 4111111111111111.", "paid with [REDACTED:card].", { card: 1 }],
+      ["4111 1111 1111 1111 2027", "[REDACTED:card] 2027", { card: 1 }],
+      ["order 12 4111 1111 1111 1111", "order 12 [REDACTED:card]", { card: 1 }],
+      ["4111111111111111, 5555555555554444", "[REDACTED:card], [REDACTED:card]", { card: 2 }],
+      ["café 4111111111111111 naïve", "café [REDACTED:card] naïve", { card: 1 }],
+      ["(378282246310005)", "([REDACTED:card])", { card: 1 }]
+    ])
+  })
+
+  it("leaves Luhn-invalid numbers, unknown IIN ranges, wrong lengths and other digit runs alone", () => {
+    check(unchanged(
+      "4111111111111112", // Luhn-invalid
+      "5555555555554445",
+      "1234567812345670", // Luhn-valid, no network starts with 1
+      "0000000000000000",
+      "9900123456780008",
+      "3782822463100003", // Luhn-valid, American Express prefix, but 16 digits
+      "41111111111111110000", // 20 digits: not a card, nor is any part of it
+      "id4111111111111111", // glued to a word
+      "4111111111111111abc",
+      "card_4111111111111111",
+      "4111 1111-1111 1111", // mixed separators
+      "41 11 11 11 11 11 11 11", // groups too short to be a card's
+      "+1 415 555 2671",
+      "3.14159265358979",
+      "1700000000000",
+      "2024-01-15"
+    ))
+  })
+})
+
+describe("e-mail addresses", () => {
+  it("redacts addresses in text", () => {
+    check([
+      ["john.doe@example.com", "[REDACTED:email]", { email: 1 }],
+      ["mailto:jane+tag@sub.example.co.uk", "mailto:[REDACTED:email]", { email: 1 }],
+      ["<user_name@my-domain.org>", "<[REDACTED:email]>", { email: 1 }],
+      ["First.Last@Example.COM wrote", "[REDACTED:email] wrote", { email: 1 }],
+      ["write to a.b@c.io.", "write to [REDACTED:email].", { email: 1 }],
+      ["ops%team@corp.io, dev@corp.io", "[REDACTED:email], [REDACTED:email]", { email: 2 }],
+      ["https://user@host.example.com/path", "https://[REDACTED:email]/path", { email: 1 }],
+      ["idn x@xn--80ak6aa92e.xn--p1ai", "idn [REDACTED:email]", { email: 1 }],
+      ["user..name@example.com", "user..[REDACTED:email]", { email: 1 }]
+    ])
+  })
+
+  it("leaves near misses alone", () => {
+    check(unchanged(
+      "a@a@a@a@a",
+      "user@localhost",
+      "user@.com",
+      "user@com.",
+      "@example.com",
+      "user@example",
+      "user@example.c",
+      "user@example.c0m",
+      "user@example.123",
+      "user@-example.com",
+      "user@example-.com",
+      "user@example..com",
+      "user.@example.com",
+      "john@exa_mple.com",
+      "user@@example.com",
+      "é@example"
+    ))
+  })
+})
+
+describe("US social security numbers", () => {
+  it("redacts SSNs in issuable ranges", () => {
+    check([
+      ["123-45-6789", "[REDACTED:ssn]", { ssn: 1 }],
+      ["SSN: 078-05-1120.", "SSN: [REDACTED:ssn].", { ssn: 1 }],
+      ["123 45 6789", "[REDACTED:ssn]", { ssn: 1 }],
+      ["ssn=001-01-0001", "ssn=[REDACTED:ssn]", { ssn: 1 }],
+      ["899-99-9999 and 234-56-7890", "[REDACTED:ssn] and [REDACTED:ssn]", { ssn: 2 }],
+      ["4111-1111-1111-1111 123 45 6789", "[REDACTED:card] [REDACTED:ssn]", { card: 1, ssn: 1 }],
+      ["123-45-6789-4111111111111111", "[REDACTED:ssn]-[REDACTED:card]", { ssn: 1, card: 1 }],
+      ["123-45-6789-1234", "[REDACTED:ssn]-1234", { ssn: 1 }]
+    ])
+  })
+
+  it("leaves invalid areas, groups and serials, and other shapes alone", () => {
+    check(unchanged(
+      "000-12-3456",
+      "666-12-3456",
+      "900-12-3456",
+      "999-12-3456",
+      "123-00-4567",
+      "123-45-0000",
+      "123456789", // bare digits: too many other numbers look like this
+      "123-45-67890",
+      "1234-56-7890",
+      "123-45 6789", // mixed separators
+      "x123-45-6789"
+    ))
+  })
+})
+
+describe("IBANs", () => {
+  it("redacts valid IBANs of several countries, compact and in groups of four", () => {
+    for (const iban of IBANS) {
+      const grouped = iban.replace(/(.{4})(?!$)/g, "$1 ")
+      check([
+        [iban, "[REDACTED:iban]", { iban: 1 }],
+        [`IBAN: ${grouped}, thanks`, "IBAN: [REDACTED:iban], thanks", { iban: 1 }]
+      ])
+    }
+  })
+
+  it("leaves bad check digits, wrong lengths, unknown countries and lower case alone", () => {
+    check(unchanged(
+      "DE89370400440532013001",
+      "GB82WEST12345698765433",
+      "GB82 WEST 1234 5698 7654 33",
+      "DE8937040044053201300",
+      "DE893704004405320130000",
+      "DE89 3704 0044 0532 0130 001",
+      "XX89370400440532013000",
+      "de89370400440532013000",
+      "DE89 370400440532013000"
+    ))
+  })
+})
+
+describe("credentials", () => {
+  it("redacts every credential format, alone and in context", () => {
+    for (const [kind, values] of Object.entries(CREDENTIALS)) {
+      for (const value of values) {
+        check([
+          [value, `[REDACTED:${kind}]`, { [kind]: 1 }],
+          [`token=${value}\n`, `token=[REDACTED:${kind}]\n`, { [kind]: 1 }],
+          [`"${value}", "${value}"`, `"[REDACTED:${kind}]", "[REDACTED:${kind}]"`, { [kind]: 2 }]
+        ])
+      }
+    }
+  })
+
+  it("redacts a private key without its footer up to the end of its body", () => {
+    check([
+      [
+        "key: -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB+x/9==\n(truncated)",
+        "key: [REDACTED:private_key](truncated)",
+        { private_key: 1 }
+      ]
+    ])
+  })
+
+  it("leaves look-alikes alone", () => {
+    const aws = "AK" + "IA"
+    check(unchanged(
+      aws + "IOSFODNN7EXAMPL", // 15 after the prefix
+      aws + "IOSFODNN7EXAMPLEX", // 17
+      "akia" + "iosfodnn7example",
+      "AKIB" + "IOSFODNN7EXAMPLE",
+      "X" + aws + "IOSFODNN7EXAMPLE",
+      aws + "iosfodnn7example",
+      "gh" + "p_" + "a".repeat(35),
+      "gh" + "x_" + "a".repeat(36),
+      "gh" + "p_" + "a".repeat(20) + "-" + "a".repeat(20),
+      "github" + "_pat_" + "short",
+      "xo" + "xz-" + "1234567890123",
+      "xo" + "xb-" + "123",
+      "xo" + "xb_" + "1234567890123",
+      "xo" + "xb-" + "1234567890123_x",
+      "sk" + "_test_" + "4eC39HqLyjWDarjtT1zdp7dc",
+      "pk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+      "sk" + "_live_" + "short",
+      "AI" + "za" + "SyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsH", // 34
+      "AI" + "za" + "SyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHII", // 36
+      "Ai" + "za" + "SyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI",
+      "eyJhbGciOiJIUzI1NiJ9",
+      "eyJhbGciOiJIUzI1NiJ9.abc.def",
+      "eyJ.eyJ.x",
+      "x" + "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig",
+      "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+      "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----",
+      "-----BEGIN-----BEGIN-----BEGIN-----",
+      "-----BEGIN " + "PRIVATE KEY",
+      "-----BEGIN " + "PRIVATE KEYS-----"
+    ))
+  })
+})
+
+describe("mixed text", () => {
+  it("counts every kind in one log line", () => {
+    check([
+      [
+        `user=jane@corp.io card=5555 5555 5555 4444 ssn=123-45-6789 key=${CREDENTIALS.aws_access_key[0]} ok`,
+        "user=[REDACTED:email] card=[REDACTED:card] ssn=[REDACTED:ssn] key=[REDACTED:aws_access_key] ok",
+        { email: 1, card: 1, ssn: 1, aws_access_key: 1 }
+      ]
+    ])
+  })
+
+  it("leaves markers that are already there alone", () => {
+    check(unchanged("[REDACTED:card]", "x [REDACTED:email] y [REDACTED:employee_id]"))
+  })
+})
