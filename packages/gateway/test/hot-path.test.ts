@@ -7,9 +7,10 @@ import { Connections, Endpoints } from "@janus/storage"
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import type { JanusSettings } from "../src/config/JanusConfig.ts"
+import { ToolCatalog } from "../src/mcp/index.ts"
 import * as GatewayTesting from "../src/testing.ts"
 import * as Downstream from "./support/Downstream.ts"
 
@@ -124,6 +125,25 @@ describe("response cache", () => {
           yield* call("create_pet", { id: "3" })
           assert.strictEqual(downstream.hits.get("POST /pets"), 2)
         })))
+
+      it.effect("is scoped by caller: one caller never gets a response fetched for another", () =>
+        Effect.gen(function*() {
+          const catalog = yield* ToolCatalog.ToolCatalog
+          const downstream = yield* Downstream.Downstream
+          const call = (id: string) =>
+            catalog.call({ id, scopes: [] }, {
+              name: "get_pet",
+              arguments: { id: "42" },
+              signal: new AbortController().signal,
+              progress: Option.none()
+            })
+          yield* call("alice")
+          yield* call("bob")
+          assert.strictEqual(downstream.hits.get("GET /pets/42"), 2)
+          yield* call("alice")
+          yield* call("bob")
+          assert.strictEqual(downstream.hits.get("GET /pets/42"), 2)
+        }))
 
       it.effect("a configuration write purges the cache at once", () =>
         Effect.scoped(Effect.gen(function*() {
