@@ -9,6 +9,7 @@
 import { Embedded, MasterKey, Postgres, type Storage } from "@janus/storage"
 import { Effect, Layer, Option } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
+import * as Path from "node:path"
 import { JanusConfig } from "./config/JanusConfig.ts"
 
 export type StorageServices = Storage.Storage | SqlClient.SqlClient | MasterKey
@@ -16,7 +17,10 @@ export type StorageServices = Storage.Storage | SqlClient.SqlClient | MasterKey
 /** Where the data lives, for the start-up message. */
 export const describeStorage = (config: JanusConfig["Service"]): string =>
   Option.match(config.DATABASE_URL, {
-    onNone: () => `embedded database in ${config.JANUS_HOME}/data (master key ${config.JANUS_HOME}/master.key)`,
+    onNone: () => {
+      const home = Path.resolve(config.JANUS_HOME)
+      return `embedded database in ${Path.join(home, "data")} (master key ${Path.join(home, "master.key")})`
+    },
     onSome: () => "Postgres (DATABASE_URL)"
   })
 
