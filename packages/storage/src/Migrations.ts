@@ -13,7 +13,8 @@
  * - Every table of the product is here: connections, endpoints, virtual
  *   servers (+ members), client and admin tokens (hashes only), secrets
  *   (ciphertext only), audit records, `broker_event`, and the 2025-revision
- *   MCP sessions shared across replicas.
+ *   MCP sessions (sessions, their streams and stored messages) shared across
+ *   replicas.
  *
  * @since 0.1.0
  */
@@ -172,6 +173,31 @@ export const migrations = {
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (session_id, stream_id, event_seq)
     )`
+  ),
+  // Audit: request/trace ids and the indexes of the admin query (keyset on (at, id), filters).
+  // MCP sessions: the owner, a row per stream (its seq counter, the "closed" marker, its age for
+  // eviction) and message payloads kept as the exact JSON text that was sent.
+  "0005_audit_query_and_session_streams": statements(
+    `ALTER TABLE audit_records ADD COLUMN request_id text, ADD COLUMN trace_id text`,
+    `CREATE INDEX audit_records_at_id_idx ON audit_records (at, id)`,
+    `DROP INDEX audit_records_at_idx`,
+    `CREATE INDEX audit_records_identity_at_idx ON audit_records (identity, at)`,
+    `CREATE INDEX audit_records_connection_at_idx ON audit_records (connection, at)`,
+    `ALTER TABLE mcp_sessions ADD COLUMN owner_id text NOT NULL DEFAULT ''`,
+    `CREATE TABLE mcp_session_streams (
+      session_id text NOT NULL REFERENCES mcp_sessions (id) ON DELETE CASCADE,
+      stream_id text NOT NULL,
+      ordinal bigint GENERATED ALWAYS AS IDENTITY,
+      last_seq bigint NOT NULL DEFAULT 0,
+      closed boolean NOT NULL DEFAULT false,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (session_id, stream_id)
+    )`,
+    `INSERT INTO mcp_session_streams (session_id, stream_id, last_seq)
+      SELECT session_id, stream_id, max(event_seq) FROM mcp_session_messages GROUP BY session_id, stream_id`,
+    `ALTER TABLE mcp_session_messages ALTER COLUMN payload TYPE text USING payload::text`,
+    `ALTER TABLE mcp_session_messages ADD CONSTRAINT mcp_session_messages_stream_fkey
+      FOREIGN KEY (session_id, stream_id) REFERENCES mcp_session_streams (session_id, stream_id) ON DELETE CASCADE`
   )
 } as const
 

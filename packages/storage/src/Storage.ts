@@ -16,6 +16,7 @@ import type { MigrationError } from "effect/sql/Migrator"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { AdminTokens } from "./AdminTokens.ts"
+import { AuditLog } from "./AuditLog.ts"
 import { ChangeFeed } from "./ChangeFeed.ts"
 import { ClientTokens } from "./ClientTokens.ts"
 import { ConfigCache } from "./ConfigCache.ts"
@@ -24,6 +25,7 @@ import { Endpoints } from "./Endpoints.ts"
 import type { StorageError } from "./Errors.ts"
 import { EventLog } from "./EventLog.ts"
 import type { MasterKey } from "./MasterKey.ts"
+import { McpSessions } from "./McpSessions.ts"
 import * as Migrations from "./Migrations.ts"
 import type { Notifications } from "./Notifications.ts"
 import { SecretCache } from "./SecretCache.ts"
@@ -46,6 +48,8 @@ export type Storage =
   | ChangeFeed
   | StorageHealth
   | EventLog
+  | AuditLog
+  | McpSessions
 
 /** What building a storage layer can fail with (before any request). */
 export type StorageStartError = SqlError | MigrationError | StorageError
@@ -71,5 +75,7 @@ export const layerServices: Layer.Layer<
   Layer.provideMerge(ChangeFeed.layer),
   Layer.merge(StorageHealth.layer),
   Layer.merge(EventLog.layer),
+  Layer.merge(AuditLog.layer),
+  Layer.merge(McpSessions.layer),
   Layer.provide(Migrations.layer)
 )

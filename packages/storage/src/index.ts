@@ -9,6 +9,8 @@
  *   `ClientTokens`, `AdminTokens`, `Secrets`.
  * - Hot-path caches: `ConfigCache`, `TokenCache`, `SecretCache`, purged by
  *   `ChangeFeed` signals (LISTEN/NOTIFY across instances).
+ * - `AuditLog` (batched audit records and the admin query), `McpSessions`
+ *   (2025-era MCP sessions and resumable streams shared across replicas).
  * - `EventLog` (the ordered `broker_event` log), `StorageHealth` (readiness),
  *   `Migrations`, `MasterKey`, `SecretBox` (AES-256-GCM and tokens).
  *
@@ -35,6 +37,27 @@ export { Connections, type ConnectionWriteError } from "./Connections.ts"
 export { Endpoints, type EndpointWriteError } from "./Endpoints.ts"
 export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
 export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"
+
+// Audit log and MCP sessions
+export {
+  AuditEntry,
+  type AuditInput,
+  AuditLog,
+  type AuditLogOptions,
+  AuditOutcome,
+  type AuditPage,
+  AuditQuery,
+  AuditRecord,
+  dropped as auditDropped
+} from "./AuditLog.ts"
+export {
+  type McpSessionRecord,
+  McpSessions,
+  type McpStreamEvent,
+  type McpStreamPage,
+  type McpStreamState,
+  type McpStreamWatch
+} from "./McpSessions.ts"
 
 // Caches, change signals, event log, health, keys
 export { ChangeFeed, type Invalidator } from "./ChangeFeed.ts"

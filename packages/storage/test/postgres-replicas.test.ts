@@ -3,7 +3,7 @@
  * database: change signals across instances, and the ordered event log.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Option, Random, Redacted, Stream } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Option, Random, Redacted, Stream } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import {
   ChangeFeed,
@@ -12,6 +12,7 @@ import {
   Connections,
   EventLog,
   type LoggedEvent,
+  McpSessions,
   SecretCache,
   Secrets,
   TokenCache
@@ -124,6 +125,48 @@ describe.skipIf(!postgres)("postgres replicas", () => {
           a(ConfigCache.use((c) => c.snapshot)).pipe(Effect.map((s) => s.connectionById.has(created.id))),
           1_000
         )
+      }))
+
+    it.effect("mcp sessions: an append on one instance wakes a watcher on another at once (NOTIFY at commit)", () =>
+      Effect.gen(function*() {
+        const a = yield* replica
+        const b = yield* replica
+        const listeners = b(SqlClient.SqlClient.use((sql) =>
+          sql<{ n: number | bigint }>`
+            SELECT count(*) AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND query = 'LISTEN "janus_mcp"'`.pipe(
+            Effect.map((rows) => Number(rows[0]!.n))
+          )
+        ))
+        assert.strictEqual(yield* listeners, 0, "no LISTEN connection while nobody watches")
+
+        const id = unique("s")
+        const now = Date.now()
+        yield* a(McpSessions.use((s) =>
+          s.create({
+            id,
+            ownerId: "o",
+            protocolVersion: "2025-11-25",
+            clientInfo: null,
+            clientCapabilities: {},
+            createdAt: new Date(now),
+            lastSeenAt: new Date(now),
+            expiresAt: new Date(now + 60_000)
+          })
+        ))
+        yield* b(McpSessions.use((s) => s.openStream(id, "x", { maxStreams: 4 })))
+        const watch = yield* a(McpSessions.use((s) => s.watch(id, "x")))
+        yield* Effect.sleep("300 millis")
+        assert.strictEqual(yield* listeners, 1, "one LISTEN once someone watches")
+        yield* watch.next(0) // the wake-up of (re)listening
+
+        const woken = yield* watch.next("10 seconds").pipe(Effect.timed, Effect.forkChild)
+        yield* Effect.sleep("50 millis")
+        yield* b(McpSessions.use((s) => s.append(id, "x", "hello", { maxEvents: 8 })))
+        const [took] = yield* Fiber.join(woken)
+        assert.isBelow(Duration.toMillis(took), 1_000)
+        const page = yield* a(McpSessions.use((s) => s.read(id, "x", 0, 10)))
+        assert.deepStrictEqual(page.events, [{ seq: 1, data: "hello" }], "committed when the notification arrives")
       }))
 
     it.effect(

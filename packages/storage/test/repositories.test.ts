@@ -52,8 +52,8 @@ for (const backend of backends) {
           const again = yield* Migrations.run
           assert.deepStrictEqual(again, [])
           const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM janus_migrations ORDER BY 1`
-          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4])
-          assert.strictEqual(Migrations.latestId, 4)
+          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5])
+          assert.strictEqual(Migrations.latestId, 5)
           yield* (yield* StorageHealth).check
         }))
 
