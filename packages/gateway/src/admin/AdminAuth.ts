@@ -1,0 +1,165 @@
+/**
+ * Who may call the admin API.
+ *
+ * **Rules**
+ *
+ * - Credentials come from `Authorization: Bearer <token>` only (never the
+ *   query string: a token in a URL ends up in logs).
+ * - An admin token (`jna_…`) is checked with `AdminTokens.verify` on every
+ *   request (not cached), so a revoked token is refused at once.
+ * - When OAuth is configured (`OAuthConfig` and `JwtVerifier` are in the
+ *   context; they are optional), a JWT access token is accepted if it carries
+ *   the admin scopes (`adminScopes`, default `janus:admin`); a valid token
+ *   without them is 403 `insufficient_scope`, as RFC 6750 asks for step-up.
+ * - No credentials: 401 `unauthorized`; unknown, revoked or malformed
+ *   credentials, or a client token (`jns_…`): 401 `invalid_token`. Every 401
+ *   carries `WWW-Authenticate: Bearer …`: with OAuth configured it names the
+ *   RFC 9728 metadata and the admin scope (so clients can discover where to
+ *   get a token), otherwise `realm="janus-admin"`.
+ * - Neither the token nor any part of it appears in a message or a log.
+ *
+ * @since 0.1.0
+ */
+import { AdminTokens } from "@janus/storage"
+import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import {
+  authenticate as authenticateJwt,
+  type AuthenticationError,
+  bearerTokenFromHeaders,
+  JwtVerifier,
+  looksLikeJwt,
+  metadataUrl,
+  OAuthConfig,
+  type OAuthRejection,
+  wwwAuthenticate
+} from "../oauth/index.ts"
+import * as Problem from "./Problem.ts"
+
+/** The authenticated caller of an admin request. */
+export type AdminPrincipal =
+  | { readonly kind: "admin_token"; readonly tokenId: string; readonly name: string }
+  | {
+    readonly kind: "oauth"
+    readonly subject: string
+    readonly issuer: string
+    readonly clientId: string | undefined
+  }
+
+/** The caller of the current admin request (provided to every admin handler). */
+export class AdminIdentity extends Context.Service<AdminIdentity, AdminPrincipal>()(
+  "@janus/gateway/admin/AdminIdentity"
+) {}
+
+const REALM = "janus-admin"
+const ADMIN_TOKEN_PREFIX = "jna_"
+
+type OAuthServices = readonly [OAuthConfig["Service"], JwtVerifier["Service"]]
+
+const oauthServices: Effect.Effect<Option.Option<OAuthServices>> = Effect.map(
+  Effect.all([Effect.serviceOption(OAuthConfig), Effect.serviceOption(JwtVerifier)]),
+  ([config, verifier]) => Option.all([config, verifier])
+)
+
+export class AdminAuth extends Context.Service<AdminAuth, {
+  /** The caller, or the 401/403/503 to answer. */
+  readonly authenticate: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<AdminPrincipal, Problem.ApiProblem>
+}>()("@janus/gateway/admin/AdminAuth") {
+  static readonly layer: Layer.Layer<AdminAuth, never, AdminTokens> = Layer.effect(
+    AdminAuth,
+    Effect.gen(function*() {
+      const tokens = yield* AdminTokens
+      // OAuth is optional: present when the lead provides OAuthLayer to the app (looked up again per request).
+      const oauthAtBuild = yield* oauthServices
+
+      const refuse = (
+        oauth: Option.Option<OAuthServices>,
+        request: HttpServerRequest.HttpServerRequest,
+        error: "missing" | "invalid",
+        message: string
+      ) => {
+        const header = Option.match(oauth, {
+          onNone: () =>
+            error === "missing"
+              ? `Bearer realm="${REALM}"`
+              : `Bearer realm="${REALM}", error="invalid_token", error_description="${message}"`,
+          onSome: ([settings]) =>
+            wwwAuthenticate({
+              resourceMetadataUrl: metadataUrl(settings, request.url),
+              scopes: settings.adminScopes,
+              ...(error === "invalid" ? { error: "invalid_token" as const, errorDescription: message } : {})
+            })
+        })
+        return Problem.make(401, error === "missing" ? "unauthorized" : "invalid_token", message, {
+          headers: { "www-authenticate": header }
+        })
+      }
+
+      const authenticate = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+        const oauth = Option.isSome(oauthAtBuild) ? oauthAtBuild : yield* oauthServices
+        const bearer = bearerTokenFromHeaders(request.headers)
+        if (Result.isFailure(bearer)) {
+          return yield* bearer.failure._tag === "MissingToken"
+            ? refuse(
+              oauth,
+              request,
+              "missing",
+              "An admin token or an OAuth access token with the admin scope is required"
+            )
+            : refuse(oauth, request, "invalid", "The Authorization header is not of the form Bearer <token>")
+        }
+        const token = bearer.success
+        if (token.startsWith(ADMIN_TOKEN_PREFIX)) {
+          const found = yield* tokens.verify(Redacted.make(token)).pipe(Effect.mapError(Problem.internal))
+          if (Option.isSome(found)) {
+            return { kind: "admin_token", tokenId: found.value.id, name: found.value.name } satisfies AdminPrincipal
+          }
+          return yield* refuse(oauth, request, "invalid", "The admin token is not valid (unknown or revoked)")
+        }
+        if (Option.isSome(oauth) && looksLikeJwt(token)) {
+          const [settings, verifier] = oauth.value
+          const identity = yield* authenticateJwt(request, { scopes: settings.adminScopes }).pipe(
+            Effect.provideService(OAuthConfig, settings),
+            Effect.provideService(JwtVerifier, verifier),
+            Effect.mapError(fromRejection)
+          )
+          return {
+            kind: "oauth",
+            subject: identity.subject,
+            issuer: identity.issuer,
+            clientId: identity.clientId
+          } satisfies AdminPrincipal
+        }
+        return yield* refuse(
+          oauth,
+          request,
+          "invalid",
+          Option.isSome(oauth)
+            ? "Expected an admin token or an OAuth access token with the admin scope"
+            : "Expected an admin token"
+        )
+      })
+
+      return AdminAuth.of({ authenticate })
+    })
+  )
+}
+
+const codes: Record<AuthenticationError["_tag"], string> = {
+  MissingToken: "unauthorized",
+  InvalidToken: "invalid_token",
+  InsufficientScope: "insufficient_scope",
+  JwksUnavailable: "temporarily_unavailable"
+}
+
+/** The OAuth module's challenge (status and headers) with this API's error body. */
+const fromRejection = (rejection: OAuthRejection): Problem.ApiProblem => {
+  const headers: Record<string, string> = {}
+  for (const name of ["www-authenticate", "retry-after"]) {
+    const value = rejection.response.headers[name]
+    if (value !== undefined) headers[name] = value
+  }
+  return Problem.make(rejection.response.status, codes[rejection.error._tag], rejection.error.message, { headers })
+}

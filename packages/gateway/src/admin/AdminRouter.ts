@@ -1,0 +1,158 @@
+/**
+ * The router of `/api/v1`: what every admin route has in common.
+ *
+ * **Rules**
+ *
+ * - Every request is authenticated (`AdminAuth`) before its handler runs, so
+ *   an unauthenticated caller learns nothing (not even 404 vs 405 vs 415).
+ * - Every response, success or error, carries `Cache-Control: no-store` (it
+ *   may hold configuration or a token shown once) and `X-Request-Id`.
+ * - Every failure is rendered by `Problem.toResponse`; anything that is not an
+ *   `ApiProblem` (a defect) is a 500 with a fixed message and the request id,
+ *   and its cause is logged with that id. Handlers never log bodies or
+ *   headers, so neither tokens nor secret values reach a log.
+ * - Unknown paths under `/api/v1` are 404 `route_not_found`; a known path with
+ *   another method is 405 with `Allow`. A path the router cannot even match
+ *   (not valid percent-encoded UTF-8: 400 `malformed_path`; a segment longer
+ *   than the router's limit: 404) gets the same treatment through a global
+ *   middleware that touches only such failures, and only under `/api/v1`.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Context, Effect, Layer, Option } from "effect"
+import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { randomUUID } from "node:crypto"
+import { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
+import * as Problem from "./Problem.ts"
+
+/** The mount point of the admin API. */
+export const PREFIX = "/api/v1"
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+const METHODS: ReadonlyArray<Method> = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+/** What an admin handler may use: the request, its route and query, and the caller. */
+export type AdminContext =
+  | HttpServerRequest.HttpServerRequest
+  | HttpServerRequest.ParsedSearchParams
+  | HttpRouter.RouteContext
+  | AdminIdentity
+
+export type AdminHandler = Effect.Effect<HttpServerResponse.HttpServerResponse, Problem.ApiProblem, AdminContext>
+
+export class AdminRouter extends Context.Service<AdminRouter, {
+  /** Adds `method path` under `/api/v1` (`path` like `/connections/:id`). */
+  readonly add: (method: Method, path: `/${string}`, handler: AdminHandler) => Effect.Effect<void>
+}>()("@janus/gateway/admin/AdminRouter") {
+  static readonly layer: Layer.Layer<AdminRouter, never, HttpRouter.HttpRouter | AdminAuth> = Layer.effect(
+    AdminRouter,
+    Effect.gen(function*() {
+      const router = yield* HttpRouter.HttpRouter
+      const auth = yield* AdminAuth
+      // The admin routes alone, to tell 404 from 405 in the fallback.
+      const known = FindMyWay.make<true>()
+
+      const wrap = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Problem.ApiProblem, R>) =>
+        Effect.suspend(() => {
+          const requestId = randomUUID()
+          return Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const principal = yield* auth.authenticate(request)
+            return yield* Effect.provideService(handler, AdminIdentity, principal)
+          }).pipe(
+            Effect.catchCause((cause) =>
+              Cause.hasInterruptsOnly(cause)
+                ? Effect.failCause(cause as Cause.Cause<never>)
+                : render(cause, requestId)
+            ),
+            Effect.map(HttpServerResponse.setHeaders({
+              "cache-control": "no-store",
+              "x-content-type-options": "nosniff",
+              "x-request-id": requestId
+            }))
+          )
+        })
+
+      const add = (method: Method, path: `/${string}`, handler: AdminHandler) =>
+        Effect.suspend(() => {
+          known.on(method, `${PREFIX}${path}`, true)
+          return router.add(method, `${PREFIX}${path}`, wrap(handler))
+        })
+
+      const fallback: AdminHandler = Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const allowed = METHODS.filter((method) => known.find(method, request.url) !== undefined)
+        if (allowed.length === 0) {
+          return yield* Problem.make(404, "route_not_found", `There is no admin API route ${pathOf(request.url)}`)
+        }
+        return yield* Problem.make(
+          405,
+          "method_not_allowed",
+          `${pathOf(request.url)} does not support ${request.method}; it supports ${allowed.join(", ")}`,
+          { headers: { allow: allowed.join(", ") } }
+        )
+      })
+      // "/x/*" also matches "/x" itself (HttpRouter registers both).
+      yield* router.add("*", `${PREFIX}/*`, wrap(fallback))
+
+      // URLs the router cannot match at all never reach a route; answer those under /api/v1 like the rest.
+      const unroutable = Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        return yield* decodable(pathOf(request.url))
+          ? Problem.make(404, "route_not_found", "There is no admin API route with such a path")
+          : Problem.make(400, "malformed_path", "The request path is not valid percent-encoded UTF-8")
+      })
+      yield* router.addGlobalMiddleware((effect) =>
+        Effect.catchCause(
+          effect,
+          (cause) =>
+            Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
+              isUnder(request.url) && isRouteNotFound(cause) ? wrap(unroutable) : Effect.failCause(cause))
+        )
+      )
+
+      return AdminRouter.of({ add })
+    })
+  )
+}
+
+const pathOf = (url: string): string => url.split("?")[0]!.slice(0, 200)
+
+const isUnder = (url: string): boolean => {
+  const path = url.split("?")[0]!
+  return path === PREFIX || path.startsWith(`${PREFIX}/`)
+}
+
+const decodable = (path: string): boolean => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const isRouteNotFound = (cause: Cause.Cause<unknown>): boolean =>
+  Option.match(Cause.findErrorOption(cause), {
+    onNone: () => false,
+    onSome: (error) => HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
+  })
+
+const render = (cause: Cause.Cause<Problem.ApiProblem>, requestId: string) => {
+  const problem = Option.getOrElse(Cause.findErrorOption(cause), () => Problem.internal(cause))
+  if (problem.status < 500) return Effect.succeed(Problem.toResponse(problem, requestId))
+  const detail = problem.internal === undefined
+    ? problem.message
+    : Cause.isCause(problem.internal)
+    ? Cause.pretty(problem.internal)
+    : describe(problem.internal)
+  return Effect.logError("admin API request failed").pipe(
+    Effect.annotateLogs({ requestId, status: problem.status, code: problem.code, detail: Problem.maskTokens(detail) }),
+    Effect.as(Problem.toResponse(problem, requestId))
+  )
+}
+
+const describe = (value: unknown): string => {
+  if (value instanceof Error) return `${value.name}: ${value.message}`
+  return String(value)
+}

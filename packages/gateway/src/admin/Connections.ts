@@ -1,0 +1,69 @@
+/**
+ * `/api/v1/connections`: REST and upstream MCP downstreams.
+ *
+ * **Rules**
+ *
+ * - CRUD with pagination, ETags and preconditions as in `Resource`.
+ * - The body is a `ConnectionInput` (`kind` "rest" with `baseUrl`, or "mcp"
+ *   with `url`); storage validates it. The credential is only a secret's name
+ *   (`auth.secret`): no secret value is ever part of a connection.
+ * - Deleting a connection deletes its endpoints and its virtual-server
+ *   memberships (storage does it in one transaction).
+ *
+ * @since 0.1.0
+ */
+import { type Connection, type ConnectionInput, Connections } from "@janus/storage"
+import { Effect, Layer } from "effect"
+import { AdminRouter } from "./AdminRouter.ts"
+import type { JsonObject } from "./JsonBody.ts"
+import * as Problem from "./Problem.ts"
+import * as Resource from "./Resource.ts"
+
+/** The JSON representation of a connection. */
+export const present = (c: Connection): JsonObject => ({
+  id: c.id,
+  kind: c.kind,
+  name: c.name,
+  description: c.description,
+  ...(c.kind === "rest" ? { baseUrl: c.baseUrl } : { url: c.url, transport: c.transport }),
+  auth: c.auth,
+  timeoutMs: c.timeoutMs,
+  ...(c.kind === "rest"
+    ? {
+      retry: {
+        maxAttempts: c.retry.maxAttempts,
+        initialDelayMs: c.retry.initialDelayMs,
+        maxDelayMs: c.retry.maxDelayMs
+      }
+    }
+    : {}),
+  breaker: { consecutiveFailures: c.breaker.consecutiveFailures, openMs: c.breaker.openMs },
+  egressAllowList: c.egressAllowList,
+  version: c.version,
+  createdAt: c.createdAt.toISOString(),
+  updatedAt: c.updatedAt.toISOString()
+})
+
+// Storage reports a body matching neither kind as a whole-body error; name the discriminator instead.
+const hints = (body: JsonObject): Problem.FieldHints =>
+  body.kind === "rest" || body.kind === "mcp"
+    ? {}
+    : { wholeBody: { path: "kind", message: `Expected "rest" or "mcp"` } }
+
+export const ConnectionRoutes: Layer.Layer<never, never, AdminRouter | Connections> = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const router = yield* AdminRouter
+    const connections = yield* Connections
+    yield* Resource.register(router, {
+      path: "/connections",
+      entity: "connection",
+      list: () => Effect.mapError(connections.list, Problem.fromStorage),
+      get: connections.get,
+      create: (input) => connections.create(input as ConnectionInput),
+      update: (id, version, input) => connections.update(id, version, input as ConnectionInput),
+      delete: connections.delete,
+      present,
+      hints
+    })
+  })
+)

@@ -1,0 +1,58 @@
+/**
+ * The admin REST API under `/api/v1` (issue #5).
+ *
+ * `AdminApiRoutes` adds every admin route to the `HttpRouter`:
+ * connections, endpoints, virtual servers, client tokens, admin tokens and
+ * secrets (write-only). It needs the storage repositories; OAuth
+ * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
+ * Not here: the audit query (no audit repository yet), OpenAPI import
+ * (another issue) and `GET /api/v1/events` (mounted by the lead).
+ *
+ * **Why `HttpRouter` and not `HttpApi`.** `HttpApi` shines when the schemas
+ * of the API are its contract: typed groups, decoded payloads, a derived
+ * client and OpenAPI. Here the contract lives in storage, which decodes and
+ * validates every write and reports precise tagged errors; an `HttpApi`
+ * payload schema would validate everything a second time, answer with its own
+ * error shape before storage could name the field, and still need custom
+ * code for what matters most in this API: the one error body, 413/415 before
+ * decoding, `ETag`/`If-Match`/428, cursor pagination, `no-store`, and the
+ * admin-token-or-JWT check with RFC 6750 challenges. Plain routes keep each
+ * rule in one small module (`AdminRouter`, `AdminAuth`, `Problem`,
+ * `JsonBody`, `Pagination`, `Concurrency`, `Resource`). OpenAPI can be added
+ * later as a document, without changing the routes.
+ *
+ * @since 0.1.0
+ */
+import type { AdminTokens, ClientTokens, Connections, Endpoints, Secrets, VirtualServers } from "@janus/storage"
+import { Layer } from "effect"
+import type { HttpRouter } from "effect/http"
+import { AdminAuth } from "./AdminAuth.ts"
+import { AdminRouter } from "./AdminRouter.ts"
+import { ConnectionRoutes } from "./Connections.ts"
+import { EndpointRoutes } from "./Endpoints.ts"
+import { SecretRoutes } from "./Secrets.ts"
+import { AdminTokenRoutes, ClientTokenRoutes } from "./Tokens.ts"
+import { VirtualServerRoutes } from "./VirtualServers.ts"
+
+export { AdminAuth, AdminIdentity, type AdminPrincipal } from "./AdminAuth.ts"
+export { AdminRouter, PREFIX } from "./AdminRouter.ts"
+export { MAX_BODY_BYTES } from "./JsonBody.ts"
+export { DEFAULT_LIMIT, MAX_LIMIT } from "./Pagination.ts"
+export { ApiProblem, type FieldError } from "./Problem.ts"
+
+/** Every `/api/v1` route of the admin API. */
+export const AdminApiRoutes: Layer.Layer<
+  never,
+  never,
+  HttpRouter.HttpRouter | Connections | Endpoints | VirtualServers | ClientTokens | AdminTokens | Secrets
+> = Layer.mergeAll(
+  ConnectionRoutes,
+  EndpointRoutes,
+  VirtualServerRoutes,
+  ClientTokenRoutes,
+  AdminTokenRoutes,
+  SecretRoutes
+).pipe(
+  Layer.provide(AdminRouter.layer),
+  Layer.provide(AdminAuth.layer)
+)
