@@ -8,10 +8,11 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Hub } from "@janus/sse"
-import { AdminTokens, type Storage } from "@janus/storage"
+import { AdminTokens, AuditLog, type Storage } from "@janus/storage"
 import { Duration, Effect, Layer, Option } from "effect"
 import { Headers, HttpRouter, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
+import { AdminApiRoutes } from "./admin/index.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
@@ -20,6 +21,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
+import * as SqlSessionStore from "./sessions/index.ts"
 import { StorageLive, type StorageServices } from "./StorageLive.ts"
 import * as RestCatalog from "./tools/RestCatalog.ts"
 
@@ -51,6 +53,7 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
     return Layer.mergeAll(
       HealthRoutes,
       EventRoutes,
+      AdminApiRoutes,
       McpHttp.layer({
         serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
         allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
@@ -78,10 +81,13 @@ export const services: Layer.Layer<
   RestCatalog.layer,
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
-  Sessions.McpSessionStore.layerMemory()
+  SqlSessionStore.layer()
 ).pipe(
   Layer.provideMerge(CallGuard.layer),
-  Layer.provideMerge(CallAudit.CallAudit.layerWith(() => Effect.void)),
+  // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
+  Layer.provideMerge(
+    Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record)))
+  ),
   Layer.provideMerge(EventStream.HubLive),
   Layer.provideMerge(Egress.layerMemory({}))
 )

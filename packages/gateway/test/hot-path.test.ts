@@ -3,7 +3,7 @@
  * the concurrency cap, the response cache, cancellation and progress.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Connections, Endpoints } from "@janus/storage"
+import { AuditLog, Connections, Endpoints, EventLog } from "@janus/storage"
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -101,6 +101,43 @@ describe("shedding at MCP_MAX_CONCURRENT_CALLS", () => {
           yield* Effect.promise(() => settle(client.callTool({ name: "slow", arguments: { ms: 1 } }))),
           "ok"
         )
+      })))
+  })
+})
+
+describe("audit", () => {
+  layer(gateway({ MCP_MAX_CONCURRENT_CALLS: 1 }), { timeout: 60_000, excludeTestServices: true })("", (it) => {
+    it.effect("writes exactly one audit record and one calls event per attempt, whatever its outcome", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const client = yield* v2
+        const audit = yield* AuditLog
+        const events = yield* EventLog
+        const before = yield* events.latestId
+        const call = (name: string, args: Record<string, unknown>) => settle(client.callTool({ name, arguments: args }))
+        const outcomes = yield* Effect.promise(() =>
+          Promise.all([
+            call("slow", { ms: 400 }),
+            new Promise((r) => setTimeout(r, 50)).then(() => call("slow", { ms: 1 })),
+            new Promise((r) => setTimeout(r, 50)).then(() => call("get_pet", { id: "5" }))
+          ])
+        )
+        assert.deepStrictEqual(outcomes.map((o) => o === "ok" ? "ok" : "refused"), ["ok", "refused", "refused"])
+        assert.include(yield* Effect.promise(() => call("nope", {})), "Unknown tool")
+        assert.strictEqual(yield* Effect.promise(() => call("get_pet", { id: "6" })), "ok")
+        yield* audit.flush
+        yield* events.flush
+        const records = (yield* audit.query({ limit: 100 })).items
+        assert.strictEqual(records.length, 5)
+        const byOutcome = (o: string) => records.filter((r) => r.outcome === o).length
+        assert.deepStrictEqual([byOutcome("ok"), byOutcome("shed"), byOutcome("error")], [2, 2, 1])
+        const shedRecord = records.find((r) => r.outcome === "shed")!
+        assert.strictEqual(shedRecord.identity, "anonymous")
+        const okPet = records.find((r) => r.tool === "get_pet" && r.outcome === "ok")!
+        assert.strictEqual(okPet.connection, "pets")
+        assert.strictEqual(okPet.status, 200)
+        assert.isAbove(okPet.bytesIn, 0)
+        const callEvents = (yield* events.after(before, 100)).filter((e) => e.topic === "calls")
+        assert.strictEqual(callEvents.length, 5)
       })))
   })
 })
