@@ -8,11 +8,12 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Hub } from "@janus/sse"
-import { AdminTokens, AuditLog, type Storage } from "@janus/storage"
-import { Duration, Effect, Layer, Option } from "effect"
-import { Headers, HttpRouter, HttpServerResponse } from "effect/http"
+import { AuditLog, type Storage } from "@janus/storage"
+import { Duration, Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
-import { AdminApiRoutes } from "./admin/index.ts"
+import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
+import * as Problem from "./admin/Problem.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
@@ -27,24 +28,16 @@ import * as RestCatalog from "./tools/RestCatalog.ts"
 
 export const VERSION = "0.1.0"
 
-const unauthenticated = HttpServerResponse.jsonUnsafe(
-  { error: { code: "unauthenticated", message: "an admin token is required: Authorization: Bearer jna_..." } },
-  { status: 401, headers: { "www-authenticate": "Bearer realm=\"janus-admin\"" } }
-)
-
-/** The Studio event stream, admin-only. */
+/** The Studio event stream, admin-only: the admin API's authentication guards it. */
 const EventRoutes = Layer.unwrap(Effect.gen(function*() {
-  const admins = yield* AdminTokens
-  return EventStream.routes((request) => {
-    const header = Option.getOrUndefined(Headers.get(request.headers, "authorization")) ?? ""
-    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
-    if (token === undefined) return Effect.succeed(unauthenticated)
-    return admins.verify(token).pipe(
-      Effect.map((admin) => Option.isSome(admin) ? undefined : unauthenticated),
-      Effect.orElseSucceed(() => HttpServerResponse.jsonUnsafe({ error: { code: "unavailable" } }, { status: 503 }))
+  const auth = yield* AdminAuth
+  return EventStream.routes((request) =>
+    auth.authenticate(request).pipe(
+      Effect.as(undefined),
+      Effect.catch((problem) => Effect.succeed(Problem.toResponse(problem, "events")))
     )
-  })
-}))
+  )
+})).pipe(Layer.provide(AdminAuth.layer))
 
 /** Every route of the gateway; `mcp` overrides the MCP transport's options (tests). */
 export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
