@@ -11,9 +11,9 @@ import type { Hub } from "@janus/sse"
 import { AuditLog, type Storage } from "@janus/storage"
 import { Duration, Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer } from "node:http"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
+import { Admission, Hardening } from "./auth/index.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
@@ -22,6 +22,8 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
+import { Redactor } from "./redaction/index.ts"
+import * as Security from "./Security.ts"
 import * as SqlSessionStore from "./sessions/index.ts"
 import { StorageLive, type StorageServices } from "./StorageLive.ts"
 import * as RestCatalog from "./tools/RestCatalog.ts"
@@ -60,6 +62,8 @@ export const routes = makeRoutes()
 
 /** The services behind the routes, over a storage. */
 export const services: Layer.Layer<
+  | Admission
+  | Redactor
   | ToolCatalog.ToolCatalog
   | ListChanged.ListChangedSignals
   | Sessions.McpSessionStore
@@ -68,7 +72,10 @@ export const services: Layer.Layer<
   | Hub.Hub
   | Egress.DownstreamClient
   | Egress.EgressPolicy,
-  Egress.InvalidEgressConfig,
+  | Egress.InvalidEgressConfig
+  | Layer.Error<typeof Security.AdmissionLive>
+  | Layer.Error<typeof Security.OAuthLive>
+  | Layer.Error<typeof Security.RedactorLive>,
   JanusConfig | StorageServices
 > = Layer.mergeAll(
   RestCatalog.layer,
@@ -82,13 +89,18 @@ export const services: Layer.Layer<
     Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record)))
   ),
   Layer.provideMerge(EventStream.HubLive),
-  Layer.provideMerge(Egress.layerMemory({}))
+  Layer.provideMerge(Egress.layerMemory({})),
+  Layer.provideMerge(Security.AdmissionLive),
+  Layer.provideMerge(Security.RedactorLive),
+  // OAuth services, when enabled, are looked up by admission and the admin API
+  Layer.provideMerge(Security.OAuthLive)
 )
 
 /** The Node HTTP server on JANUS_HOST:JANUS_PORT. */
 export const ServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
-  return NodeHttpServer.layer(createServer, {
+  // Node's own limits on header size, slow headers and slow requests (see auth/Hardening.ts)
+  return NodeHttpServer.layer(() => Hardening.createServer(), {
     host: config.JANUS_HOST,
     port: config.JANUS_PORT,
     gracefulShutdownTimeout: Duration.toMillis(config.JANUS_SHUTDOWN_TIMEOUT)

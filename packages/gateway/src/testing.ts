@@ -51,5 +51,6 @@ export const layer = (options: {
     Layer.provideMerge(services),
     Layer.provideMerge(TestServer),
     Layer.provideMerge(options.storage ?? StorageTesting.layerMemory()),
-    Layer.provideMerge(JanusConfig.layerWith(options.config ?? {}))
+    // tests opt in to authentication: most exercise other things as the anonymous caller
+    Layer.provideMerge(JanusConfig.layerWith({ JANUS_ALLOW_ANONYMOUS: true, ...options.config }))
   ) as Layer.Layer<TestGateway, unknown>

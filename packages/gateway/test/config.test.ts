@@ -74,6 +74,16 @@ describe("JanusConfig", () => {
       assert.include(error.message, "when DATABASE_URL is set")
     }))
 
+  it.effect("refuses anonymous access outside a loopback, embedded setup, and OAuth without issuers", () =>
+    Effect.gen(function*() {
+      const exposed = yield* Effect.flip(load.pipe(withEnv({ JANUS_ALLOW_ANONYMOUS: "true", JANUS_HOST: "0.0.0.0" })))
+      assert.deepStrictEqual(exposed.problems.map((p) => p.name), ["JANUS_ALLOW_ANONYMOUS"])
+      const local = yield* load.pipe(withEnv({ JANUS_ALLOW_ANONYMOUS: "true" }))
+      assert.isTrue(local.JANUS_ALLOW_ANONYMOUS)
+      const oauth = yield* Effect.flip(load.pipe(withEnv({ OAUTH_ENABLED: "true" })))
+      assert.deepStrictEqual(oauth.problems.map((p) => p.name), ["OAUTH_ISSUERS", "OAUTH_RESOURCE"])
+    }))
+
   it("names unknown JANUS_* variables with the closest known one", () => {
     const unknown = unknownJanusVariables({ JANUS_PROT: "1", JANUS_PORT: "2", JANUS_SOMETHING_ELSE: "3", PATH: "/bin" })
     assert.deepStrictEqual(unknown, [

@@ -11,14 +11,15 @@
  * - Every attempt, refused or not, is audited exactly once with its outcome
  *   (`CallAudit`), including calls the client cancelled.
  * - `admit` (per-IP limiter, authentication, per-identity limiter) and the
- *   authorization of the tool are provided by `Admission` (anonymous until
- *   the security work lands).
+ *   authorization of the tool are `Admission`'s; authorization runs before
+ *   the permit, inside the audited region, so a refusal is audited `denied`.
  *
  * @since 0.1.0
  */
 import { Cause, Clock, Effect, Exit, Layer, Metric } from "effect"
+import { Admission } from "../auth/index.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
-import * as Caller from "../mcp/Caller.ts"
+import type * as Caller from "../mcp/Caller.ts"
 import { McpGuard } from "../mcp/Guard.ts"
 import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { CallAudit } from "./CallAudit.ts"
@@ -42,38 +43,40 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
   return "error"
 }
 
-export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit> = Layer.effect(
+export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admission> = Layer.effect(
   McpGuard,
   Effect.gen(function*() {
     const config = yield* JanusConfig
     const audit = yield* CallAudit
+    const admission = yield* Admission
     const max = config.MCP_MAX_CONCURRENT_CALLS
     let active = 0
+
+    const shed = (toolName: string) =>
+      new ToolCallRefused({
+        name: toolName,
+        reason: "shed",
+        detail: `the gateway is at its limit of ${max} concurrent calls (MCP_MAX_CONCURRENT_CALLS); retry shortly`,
+        retryAfterMs: 1_000
+      })
 
     const guardCall = <A, E, R>(caller: Caller.Caller, toolName: string, call: Effect.Effect<A, E, R>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const record = CallRecord.make(caller.id, toolName, now)
-        if (active >= max) {
-          record.status = REFUSED
-          const refused = new ToolCallRefused({
-            name: toolName,
-            reason: "shed",
-            detail: `the gateway is at its limit of ${max} concurrent calls (MCP_MAX_CONCURRENT_CALLS); retry shortly`,
-            retryAfterMs: 1_000
-          })
-          return Effect.andThen(
-            Effect.andThen(
-              audit.record(record, "shed"),
-              Metric.update(Metric.withAttributes(calls, { outcome: "shed" }), 1)
-            ),
-            Effect.fail(refused)
-          )
-        }
-        active++
-        return call.pipe(
-          Effect.provideService(CallRecord.CurrentCall, record),
+        // the permit: taken only after authorization, refused at once (never queued) past the cap
+        const permitted = Effect.suspend(
+          (): Effect.Effect<A, E | ToolCallRefused, Exclude<R, CallRecord.CurrentCall>> => {
+            if (active >= max) return Effect.fail(shed(toolName))
+            active++
+            return call.pipe(
+              Effect.provideService(CallRecord.CurrentCall, record),
+              Effect.ensuring(Effect.sync(() => active--))
+            )
+          }
+        )
+        return admission.authorize(caller, toolName).pipe(
+          Effect.andThen(permitted),
           Effect.onExit((exit) => {
-            active--
             const outcome = outcomeOf(exit)
             if (Exit.isFailure(exit) && record.status === null && outcome !== "error") record.status = REFUSED
             return Effect.andThen(
@@ -84,9 +87,6 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit> = Laye
         ) as Effect.Effect<A, E | ToolCallRefused, R>
       })
 
-    return McpGuard.of({
-      admit: () => Effect.succeed(Caller.anonymous),
-      guardCall
-    })
+    return McpGuard.of({ admit: admission.admit, guardCall })
   })
 )

@@ -80,7 +80,30 @@ export const VARIABLES = {
     Duration.zero,
     "Response cache TTL for idempotent GET tools; 0 is off"
   ),
-  MCP_MAX_CONCURRENT_CALLS: variable(Settings.int(1, 100_000), 200, "Concurrent tools/call cap; the excess is shed")
+  MCP_MAX_CONCURRENT_CALLS: variable(Settings.int(1, 100_000), 200, "Concurrent tools/call cap; the excess is shed"),
+  JANUS_ALLOW_ANONYMOUS: variable(
+    Settings.boolean,
+    false,
+    "Serve /mcp without credentials as the anonymous caller (loopback development only)"
+  ),
+  JANUS_TRUSTED_PROXIES: variable(
+    Settings.list,
+    [],
+    "Proxies (CIDRs or addresses) whose X-Forwarded-For hop names the client IP"
+  ),
+  RATE_LIMIT_IP: variable(Settings.int(1, 1_000_000), 300, "Per-IP requests per second (pre-auth DoS guard)"),
+  RATE_LIMIT_IP_BURST: variable(Settings.int(1, 1_000_000), 600, "Per-IP burst"),
+  RATE_LIMIT_IDENTITY: variable(Settings.int(1, 1_000_000), 50, "Per-identity requests per second (fairness tier)"),
+  RATE_LIMIT_IDENTITY_BURST: variable(Settings.int(1, 1_000_000), 100, "Per-identity burst"),
+  OAUTH_ENABLED: variable(Settings.boolean, false, "Accept OAuth 2.1 access tokens (JWT) from OAUTH_ISSUERS"),
+  OAUTH_ISSUERS: variable(Settings.list, [], "Trusted authorization servers by issuer URL (comma-separated)"),
+  OAUTH_RESOURCE: optional(
+    (raw) => Result.map(Settings.url(["https", "http"])(raw), (r) => Redacted.value(r)),
+    "This gateway's canonical resource URI (RFC 8707), e.g. https://janus.example.com/mcp"
+  ),
+  OAUTH_TOOL_SCOPES: variable(Settings.list, ["mcp:tools"], "Scopes an access token needs for /mcp"),
+  OAUTH_ADMIN_SCOPES: variable(Settings.list, ["janus:admin"], "Scopes an access token needs for /api/v1"),
+  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses")
 } as const
 
 type Variables = typeof VARIABLES
@@ -143,6 +166,38 @@ export const load: Effect.Effect<JanusSettings, InvalidConfiguration> = Effect.g
         value: "(unset)",
         expected: "a key when DATABASE_URL is set (every replica must decrypt the same secrets): " +
           "32 random bytes in base64, for example the output of `openssl rand -base64 32`"
+      })
+    )
+  }
+  // Anonymous access is a convenience for one developer's machine, never for a shared deployment.
+  const loopback = ["127.0.0.1", "localhost", "::1"].includes(String(settings.JANUS_HOST))
+  if (settings.JANUS_ALLOW_ANONYMOUS === true && (!loopback || (databaseUrl && Option.isSome(databaseUrl)))) {
+    problems.push(
+      new InvalidVariable({
+        name: "JANUS_ALLOW_ANONYMOUS",
+        value: "\"true\"",
+        expected: "false unless JANUS_HOST is a loopback address and the database is embedded " +
+          "(anonymous callers would otherwise reach every tool); use client tokens instead"
+      })
+    )
+  }
+  const oauthEnabled = settings.OAUTH_ENABLED === true
+  if (oauthEnabled && (settings.OAUTH_ISSUERS as ReadonlyArray<string> | undefined)?.length === 0) {
+    problems.push(
+      new InvalidVariable({
+        name: "OAUTH_ISSUERS",
+        value: "(empty)",
+        expected: "at least one issuer URL when OAUTH_ENABLED is true, e.g. https://auth.example.com"
+      })
+    )
+  }
+  if (oauthEnabled && Option.isNone(settings.OAUTH_RESOURCE as Option.Option<string>)) {
+    problems.push(
+      new InvalidVariable({
+        name: "OAUTH_RESOURCE",
+        value: "(unset)",
+        expected: "this gateway's public URL of /mcp when OAUTH_ENABLED is true (tokens' audience), " +
+          "e.g. https://janus.example.com/mcp"
       })
     )
   }

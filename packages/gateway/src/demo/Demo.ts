@@ -15,6 +15,8 @@
  * @since 0.1.0
  */
 import {
+  ClientTokens,
+  type ClientTokenWriteError,
   Connections,
   type ConnectionWriteError,
   Endpoints,
@@ -23,7 +25,7 @@ import {
   type StorageError,
   type VersionConflict
 } from "@janus/storage"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -120,8 +122,8 @@ const endpoints = [
 /** Starts the demo API and seeds the `demo` connection; prints how to try it. */
 export const layer: Layer.Layer<
   never,
-  ConnectionWriteError | EndpointWriteError | NotFound | VersionConflict | StorageError,
-  Connections | Endpoints
+  ConnectionWriteError | EndpointWriteError | ClientTokenWriteError | NotFound | VersionConflict | StorageError,
+  Connections | Endpoints | ClientTokens
 > = Layer.effectDiscard(Effect.gen(function*() {
   const baseUrl = yield* Effect.acquireRelease(
     Effect.callback<{ readonly url: string; readonly close: () => void }>((resume) => {
@@ -147,6 +149,7 @@ export const layer: Layer.Layer<
     egressAllowList: ["127.0.0.1"]
   }
   const existing = yield* connections.findByName("demo")
+  const firstSeed = Option.isNone(existing)
   const connection = Option.isSome(existing)
     ? yield* connections.update(existing.value.id, existing.value.version, input)
     : yield* connections.create(input)
@@ -156,4 +159,9 @@ export const layer: Layer.Layer<
     }
   }
   yield* Console.log(`  demo: ${endpoints.length} tools (demo_*) backed by a demo API on ${baseUrl.url}`)
+  if (firstSeed) {
+    // /mcp needs a client token; the demo brings one, limited to its own tools, shown once like every token
+    const token = yield* (yield* ClientTokens).create({ name: "demo", allowedTools: endpoints.map((e) => e.name) })
+    yield* Console.log(`  demo client token (shown once): ${Redacted.value(token.plaintext)}`)
+  }
 }))

@@ -3,20 +3,40 @@
  *
  * Every catalog operation receives the caller so tool visibility and
  * authorization can depend on it (SPEC "Client token ... allowed tools or
- * virtual servers"). Until authentication lands the gateway serves every
- * request as {@link anonymous}; 2025-era sessions remember the id of the caller
- * that created them and refuse to serve another caller.
+ * virtual servers"). `auth/Admission` builds callers (client token, OAuth
+ * JWT, or {@link anonymous} when anonymous access is explicitly allowed) and
+ * decides what they may see and call from `tools` / `virtualServers`; 2025-era
+ * sessions remember the id of the caller that created them and refuse to
+ * serve another caller.
  *
  * @since 0.1.0
  */
 
+/** How a caller was authenticated. */
+export type CallerKind = "anonymous" | "client_token" | "oauth"
+
 /** @since 0.1.0 */
 export interface Caller {
-  /** Stable identity id (client token id, JWT subject, ...); `"anonymous"` before auth exists. */
+  /**
+   * Stable identity id, also the key of the per-identity limiter, the response
+   * cache and session ownership: `token:<client token id>`, `oauth:<iss>#<sub>`,
+   * or `"anonymous"`. Never a bearer token.
+   */
   readonly id: string
-  /** Granted scopes; tool filtering by scope is the catalog's business. */
+  /** Granted scopes (OAuth); tool filtering by scope is the catalog's business. */
   readonly scopes: ReadonlyArray<string>
+  /** How the caller was authenticated; absent means anonymous. */
+  readonly kind?: CallerKind | undefined
+  /** A display name for audit and errors (the client token's name, the JWT subject); never a secret. */
+  readonly name?: string | undefined
+  /**
+   * The tools the caller may list and call: exact names and `<connection>/*`
+   * patterns. `null` or absent: unrestricted. See `auth/ToolScope.ts`.
+   */
+  readonly tools?: ReadonlySet<string> | null | undefined
+  /** The virtual servers whose URLs the caller may use. `null` or absent: any. */
+  readonly virtualServers?: ReadonlySet<string> | null | undefined
 }
 
 /** The caller of every request until authentication is configured. */
-export const anonymous: Caller = { id: "anonymous", scopes: [] }
+export const anonymous: Caller = { id: "anonymous", scopes: [], kind: "anonymous", tools: null, virtualServers: null }

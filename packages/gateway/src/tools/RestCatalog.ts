@@ -22,12 +22,19 @@
  *   `PROGRESS_INTERVAL` while the downstream has not answered.
  * - `changes` fires when connections, endpoints or virtual servers change,
  *   on this instance or any other (the storage change feed).
+ * - tools/list shows a caller only the tools it may call (`Admission.canSee`);
+ *   an unrestricted caller gets the shared compiled list, a restricted one a
+ *   list filtered once per configuration snapshot.
+ * - Redaction (`REDACTION_ENABLED`): arguments are redacted before the
+ *   request is built (so nothing sensitive leaves), the downstream body before
+ *   the client sees it; the count goes to the audit record.
  *
  * @since 0.1.0
  */
 import { ChangeFeed, ConfigCache, type ConfigSnapshot, type RestConnection, SecretCache } from "@janus/storage"
 import { Cache, Duration, Effect, Layer, Option, Stream } from "effect"
-import { CurrentCall } from "../calls/CallRecord.ts"
+import { Admission } from "../auth/index.ts"
+import { type CallRecord, CurrentCall } from "../calls/CallRecord.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import {
   type AuthScheme,
@@ -36,6 +43,7 @@ import {
   type DownstreamResponse,
   type EgressConnection
 } from "../egress/index.ts"
+import type { Caller } from "../mcp/Caller.ts"
 import {
   type CallToolResult,
   InvalidToolArguments,
@@ -44,6 +52,7 @@ import {
   ToolCatalog,
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
+import { Redactor } from "../redaction/index.ts"
 import * as RestRequest from "./RestRequest.ts"
 import * as RestResult from "./RestResult.ts"
 
@@ -64,6 +73,8 @@ interface CompiledTool {
 interface Compiled {
   readonly tools: ReadonlyArray<Tool>
   readonly byName: ReadonlyMap<string, CompiledTool>
+  /** Filtered lists of restricted callers, by caller id, for this snapshot only. */
+  readonly visible: Map<string, ReadonlyArray<Tool>>
 }
 
 const authScheme = (auth: RestConnection["auth"]): AuthScheme => {
@@ -123,7 +134,7 @@ const compile = (snapshot: ConfigSnapshot): Compiled => {
     })
   }
   tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  return { tools, byName }
+  return { tools, byName, visible: new Map() }
 }
 
 const refusal = (tool: string, error: DownstreamError | { readonly _tag: string; readonly message: string }) => {
@@ -154,7 +165,7 @@ const decoder = new TextDecoder()
 export const layer: Layer.Layer<
   ToolCatalog,
   never,
-  ConfigCache | SecretCache | ChangeFeed | DownstreamClient | JanusConfig
+  ConfigCache | SecretCache | ChangeFeed | DownstreamClient | JanusConfig | Admission | Redactor
 > = Layer.effect(
   ToolCatalog,
   Effect.gen(function*() {
@@ -163,6 +174,18 @@ export const layer: Layer.Layer<
     const feed = yield* ChangeFeed
     const downstream = yield* DownstreamClient
     const config = yield* JanusConfig
+    const admission = yield* Admission
+    const redactor = yield* Redactor
+
+    const listFor = (c: Compiled, caller: Caller): ReadonlyArray<Tool> => {
+      if ((caller.tools ?? null) === null && (caller.virtualServers ?? null) === null) return c.tools
+      let tools = c.visible.get(caller.id)
+      if (tools === undefined) {
+        tools = c.tools.filter((tool) => admission.canSee(caller, tool.name))
+        c.visible.set(caller.id, tools)
+      }
+      return tools
+    }
 
     const compiledBySnapshot = new WeakMap<ConfigSnapshot, Compiled>()
     const compiled = Effect.map(configCache.snapshot, (snapshot) => {
@@ -202,15 +225,24 @@ export const layer: Layer.Layer<
         })
       })
 
-    const toResult = (response: DownstreamResponse): CallToolResult =>
-      RestResult.fromResponse({
-        status: response.status,
-        contentType: response.headers["content-type"],
-        body: decoder.decode(response.body)
-      }) as CallToolResult
+    const toResult = (response: DownstreamResponse, record: Option.Option<CallRecord>) =>
+      Effect.gen(function*() {
+        const contentType = response.headers["content-type"]
+        let body = decoder.decode(response.body)
+        if (redactor.enabled) {
+          const redacted = /json/i.test(contentType ?? "")
+            ? yield* redactor.redactJsonText(body).pipe(
+              Effect.catch(() => redactor.redactText(body))
+            )
+            : yield* redactor.redactText(body)
+          body = redacted.value
+          if (Option.isSome(record)) record.value.redactions += redacted.total
+        }
+        return RestResult.fromResponse({ status: response.status, contentType, body }) as CallToolResult
+      })
 
     return ToolCatalog.of({
-      list: () => compiled.pipe(Effect.map((c) => c.tools), Effect.orDie),
+      list: (caller) => compiled.pipe(Effect.map((c) => listFor(c, caller)), Effect.orDie),
       changes: feed.changes.pipe(Stream.filter((change) => configKinds.has(change.kind)), Stream.as(undefined)),
       call: (caller, request) =>
         Effect.gen(function*() {
@@ -224,7 +256,15 @@ export const layer: Layer.Layer<
           const record = yield* Effect.serviceOption(CurrentCall)
           if (Option.isSome(record)) record.value.connection = tool.connection.name
 
-          const built = RestRequest.build(tool.plan, request.arguments)
+          let args = request.arguments
+          if (redactor.enabled) {
+            const redacted = yield* redactor.redactJson(args).pipe(
+              Effect.mapError((e) => new InvalidToolArguments({ name: request.name, detail: e.message }))
+            )
+            args = redacted.value as typeof args
+            if (Option.isSome(record)) record.value.redactions += redacted.total
+          }
+          const built = RestRequest.build(tool.plan, args)
           if (built._tag === "Failure") {
             return yield* new InvalidToolArguments({ name: request.name, detail: built.failure.message })
           }
@@ -261,7 +301,7 @@ export const layer: Layer.Layer<
             record.value.status = response.status
             record.value.bytesIn = response.body.length
           }
-          const result = toResult(response)
+          const result = yield* toResult(response, record)
           if (cacheKey !== undefined && response.status < 400) yield* Cache.set(responses!, cacheKey, result)
           return result
         })

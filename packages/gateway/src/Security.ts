@@ -1,0 +1,59 @@
+/**
+ * The security services from the configuration: admission (per-IP limiter,
+ * authentication by client token or OAuth JWT, per-identity limiter,
+ * authorization), the OAuth resource server when `OAUTH_ENABLED`, and
+ * redaction when `REDACTION_ENABLED`.
+ *
+ * **Rules**
+ *
+ * - Limits are global across instances when `REDIS_URL` is set; when Redis is
+ *   down each instance falls back to its own buckets with the same limits
+ *   (fail open, counted in `janus.limiter.fallback`): Redis is optional, and
+ *   an outage must not take `/mcp` down.
+ * - The OAuth module fetches issuers' metadata and JWKS with a plain HTTP
+ *   client: those URLs come from the operator, not from callers, so they are
+ *   not subject to the downstream egress guard.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Layer, Option, Redacted } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { Admission } from "./auth/index.ts"
+import { JanusConfig } from "./config/JanusConfig.ts"
+import { OAuthLayer } from "./oauth/index.ts"
+import { Redactor } from "./redaction/index.ts"
+
+/** The OAuth services when enabled; nothing otherwise (admission and the admin API then accept tokens only). */
+export const OAuthLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* JanusConfig
+  if (!config.OAUTH_ENABLED) return Layer.empty
+  return OAuthLayer({
+    // JanusConfig refuses OAUTH_ENABLED without OAUTH_RESOURCE and OAUTH_ISSUERS
+    resource: Option.getOrThrow(config.OAUTH_RESOURCE),
+    authorizationServers: config.OAUTH_ISSUERS.map((issuer) => ({ issuer })),
+    toolScopes: config.OAUTH_TOOL_SCOPES,
+    adminScopes: config.OAUTH_ADMIN_SCOPES
+  }).pipe(Layer.provide(FetchHttpClient.layer))
+}))
+
+export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* JanusConfig
+  return Admission.layer({
+    requireAuth: !config.JANUS_ALLOW_ANONYMOUS,
+    trustedProxies: config.JANUS_TRUSTED_PROXIES,
+    ipLimit: { rate: config.RATE_LIMIT_IP, burst: config.RATE_LIMIT_IP_BURST },
+    identityLimit: { rate: config.RATE_LIMIT_IDENTITY, burst: config.RATE_LIMIT_IDENTITY_BURST },
+    redis: Option.match(config.REDIS_URL, {
+      onNone: () => undefined,
+      onSome: (url) => ({ url: Redacted.value(url) })
+    }),
+    oauth: config.OAUTH_ENABLED
+  })
+}))
+
+export const RedactorLive = Layer.unwrap(
+  Effect.map(
+    Effect.service(JanusConfig),
+    (config) => config.REDACTION_ENABLED ? Redactor.layer({ enabled: true }) : Redactor.layerDisabled
+  )
+)

@@ -1,0 +1,162 @@
+/**
+ * Admission: the first steps of the tools/call hot path, and the tool scope
+ * of a caller.
+ *
+ * **Rules** (SPEC "The hot path of tools/call, in order")
+ *
+ * - `admit`, once per HTTP request, before the body is read:
+ *   1. per-IP limiter (pre-auth DoS guard, 300/s burst 600) keyed by the
+ *      client address (`ClientIp`: the socket peer, or `X-Forwarded-For`
+ *      behind `trustedProxies`; IPv6 by /64);
+ *   2. authenticate (`Authenticate`: client token through the token cache,
+ *      or a JWT through the OAuth module when it is configured);
+ *   3. per-identity limiter (50/s burst 100) keyed by `Caller.id`, never by
+ *      the bearer string: keying on an unvalidated token would let an
+ *      attacker mint a fresh bucket per request (SCALING-PLAN 3b). Anonymous
+ *      callers have no identity; the per-IP tier is their limit.
+ *   Refusals are `AdmissionRefused`: 401/403 with `WWW-Authenticate`, 429
+ *   with `Retry-After`, `RateLimit` and `RateLimit-Policy`, 503 with
+ *   `Retry-After`.
+ * - `authorize` (inside the guard, before the concurrency permit) and
+ *   `canSee` (tools/list) apply `ToolScope`: `denied` outside the scope.
+ * - `requireAuth` (default true): a request without credentials is refused.
+ *   `false` admits it as `anonymous` (embedded developer mode, only when the
+ *   operator explicitly allows it; a warning is logged at start).
+ * - OAuth is on when `JwtVerifier` and `OAuthConfig` are in context (the
+ *   lead provides `OAuthLayer`); `oauth: true` makes their absence a start
+ *   error instead of silently accepting client tokens only.
+ * - Limits: effect `RateLimiter` token buckets, in memory, or shared through
+ *   Redis when `redis` is given (fail open to memory while Redis is down;
+ *   see `Limits`).
+ *
+ * @since 0.1.0
+ */
+import { ConfigCache, TokenCache } from "@janus/storage"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type * as Caller from "../mcp/Caller.ts"
+import { AdmissionRefused, type AdmissionRequest } from "../mcp/Guard.ts"
+import type { ToolCallRefused } from "../mcp/ToolCatalog.ts"
+import { JwtVerifier, OAuthConfig } from "../oauth/index.ts"
+import * as Authenticate from "./Authenticate.ts"
+import * as ClientIp from "./ClientIp.ts"
+import * as AuthHeaders from "./Headers.ts"
+import * as Limits from "./Limits.ts"
+import * as ToolScope from "./ToolScope.ts"
+
+/** How admission is set up. */
+export interface AdmissionOptions {
+  /** Refuse requests without credentials (default true). `false`: admit them as `anonymous`. */
+  readonly requireAuth?: boolean | undefined
+  /** Proxies whose `X-Forwarded-For` hop is trusted: CIDRs or addresses (default none). */
+  readonly trustedProxies?: ReadonlyArray<string> | undefined
+  /** The per-IP tier (default 300/s, burst 600). */
+  readonly ipLimit?: Limits.RatePolicy | undefined
+  /** The per-identity tier (default 50/s, burst 100). */
+  readonly identityLimit?: Limits.RatePolicy | undefined
+  /** Share the limits through Redis (global across instances). Default: per instance in memory. */
+  readonly redis?: Limits.RedisLimitOptions | undefined
+  /** `true`: OAuth must be configured (start fails otherwise). Default: used when provided. */
+  readonly oauth?: boolean | undefined
+  /** `realm` of the `WWW-Authenticate` challenge without OAuth (default `janus`). */
+  readonly realm?: string | undefined
+}
+
+/** Admission cannot start with these options. */
+export class AdmissionConfigError extends Schema.TaggedError<AdmissionConfigError>()("AdmissionConfigError", {
+  message: Schema.String
+}) {}
+
+/** @since 0.1.0 */
+export class Admission extends Context.Service<Admission, {
+  /** per-IP limiter -> authenticate -> per-identity limiter. */
+  readonly admit: (request: AdmissionRequest) => Effect.Effect<Caller.Caller, AdmissionRefused>
+  /** The "authorize the tool" step: `denied` when `toolName` is outside the caller's scope. */
+  readonly authorize: (caller: Caller.Caller, toolName: string) => Effect.Effect<void, ToolCallRefused>
+  /** Whether tools/list shows `toolName` to `caller`. */
+  readonly canSee: (caller: Caller.Caller, toolName: string) => boolean
+  /** Whether `caller` may use the URL of the virtual server `name`. */
+  readonly canUseServer: (caller: Caller.Caller, name: string) => boolean
+  /** Where rate-limit decisions are taken now (diagnostics). */
+  readonly limiterBackend: Effect.Effect<Limits.LimiterBackend>
+}>()("@janus/gateway/auth/Admission") {
+  /** Admission over the token and config caches (and the OAuth services when present). */
+  static readonly layer = (
+    options: AdmissionOptions = {}
+  ): Layer.Layer<Admission, AdmissionConfigError, TokenCache | ConfigCache> => Layer.effect(Admission, make(options))
+}
+
+const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
+  const clientIp = ClientIp.make(options.trustedProxies)
+  if (clientIp instanceof ClientIp.InvalidTrustedProxy) {
+    return yield* new AdmissionConfigError({ message: clientIp.message })
+  }
+  const limits = yield* Limits.make({
+    ip: options.ipLimit,
+    identity: options.identityLimit,
+    redis: options.redis
+  }).pipe(Effect.mapError((error) => new AdmissionConfigError({ message: error.message })))
+
+  const verifier = yield* Effect.serviceOption(JwtVerifier)
+  const settings = yield* Effect.serviceOption(OAuthConfig)
+  const oauth = Option.isSome(verifier) && Option.isSome(settings)
+    ? Option.some({ verifier: verifier.value, settings: settings.value })
+    : Option.none()
+  if (options.oauth === true && Option.isNone(oauth)) {
+    return yield* new AdmissionConfigError({
+      message: "OAuth is required (oauth: true) but OAuthLayer is not provided to Admission"
+    })
+  }
+  const requireAuth = options.requireAuth ?? true
+  if (!requireAuth) {
+    yield* Effect.logWarning(
+      "MCP requests without credentials are admitted as anonymous (requireAuth: false); " +
+        "they may list and call every tool"
+    )
+  }
+
+  const authenticate = Authenticate.make({
+    requireAuth,
+    realm: options.realm ?? "janus",
+    tokens: yield* TokenCache,
+    config: yield* ConfigCache,
+    oauth
+  })
+
+  // Refusals of each tier: precomputed policy headers and messages.
+  const tooMany = (tier: Limits.Tier) => {
+    const policy = limits.policy(tier)
+    const header = AuthHeaders.ratePolicy(policy)
+    const what = tier === "ip" ? "from this address" : "for this identity"
+    return (error: Limits.RateLimited) => {
+      const s = AuthHeaders.seconds(error.retryAfterMs)
+      return new AdmissionRefused({
+        status: 429,
+        message: `Too many requests ${what}: the limit is ${policy.rate} per second (burst ${policy.burst}); ` +
+          `retry after ${s} s`,
+        headers: AuthHeaders.tooManyRequests(policy, header, error.retryAfterMs)
+      })
+    }
+  }
+  const ipRefusal = tooMany("ip")
+  const identityRefusal = tooMany("identity")
+
+  const identityLimit = (caller: Caller.Caller): Effect.Effect<Caller.Caller, AdmissionRefused> =>
+    caller.kind === "anonymous" || caller.kind === undefined
+      ? Effect.succeed(caller)
+      : Effect.as(Effect.mapError(limits.consume("identity", caller.id), identityRefusal), caller)
+
+  const admit = (request: AdmissionRequest): Effect.Effect<Caller.Caller, AdmissionRefused> =>
+    limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)).pipe(
+      Effect.mapError(ipRefusal),
+      Effect.andThen(authenticate(request.headers, request.url)),
+      Effect.flatMap(identityLimit)
+    )
+
+  return Admission.of({
+    admit,
+    authorize: ToolScope.authorize,
+    canSee: ToolScope.canSee,
+    canUseServer: ToolScope.canUseServer,
+    limiterBackend: limits.backend
+  })
+})

@@ -1,0 +1,124 @@
+/**
+ * Request hardening the lead mounts in front of admission: Node server
+ * limits against slow and oversized requests, a JSON nesting limit for
+ * request bodies, and error bodies without internals.
+ *
+ * **Rules**
+ *
+ * - Node `http.createServer` options (`serverOptions`):
+ *   - `headersTimeout` 10 s: the whole header block must arrive within it
+ *     (slowloris); Node answers 408 and closes.
+ *   - `requestTimeout` 30 s: the whole request, body included (an MCP body
+ *     is at most 1 MiB). Response streams (SSE) are not affected: a request
+ *     counts as received once its body is read.
+ *   - `maxHeaderSize` 16 KiB: larger header blocks get 431 before any
+ *     handler runs (room for a large JWT).
+ *   - `connectionsCheckingInterval` 1 s: how often Node enforces the two
+ *     timeouts (default 30 s would let a slow client hold a socket 30 s more).
+ *   - `keepAliveTimeout` 5 s between requests; `server.maxHeadersCount` 100.
+ * - JSON bodies: at most `MAX_JSON_DEPTH` (64) nested arrays/objects,
+ *   checked on the text before `JSON.parse`, in one pass without allocation,
+ *   so deep payloads never reach a recursive walker (redaction, schema
+ *   validation) and its stack. Too deep: 400 with a message naming the limit.
+ * - Errors a client sees never carry a stack trace, an internal message or a
+ *   credential: admission refusals are fixed sentences; `publicError` gives
+ *   the body for anything unexpected (a fixed sentence and an id that the
+ *   server log carries with the full cause).
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
+import * as Http from "node:http"
+
+/** The Node server limits. */
+export interface ServerLimits {
+  readonly headersTimeout: number
+  readonly requestTimeout: number
+  readonly maxHeaderSize: number
+  readonly connectionsCheckingInterval: number
+  readonly keepAliveTimeout: number
+  readonly maxHeadersCount: number
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  maxHeaderSize: 16 * 1024,
+  connectionsCheckingInterval: 1_000,
+  keepAliveTimeout: 5_000,
+  maxHeadersCount: 100
+}
+
+/** `http.createServer` options for `limits`. */
+export const serverOptions = (limits: Partial<ServerLimits> = {}): Http.ServerOptions => {
+  const l = { ...DEFAULT_SERVER_LIMITS, ...limits }
+  return {
+    headersTimeout: l.headersTimeout,
+    requestTimeout: l.requestTimeout,
+    maxHeaderSize: l.maxHeaderSize,
+    connectionsCheckingInterval: l.connectionsCheckingInterval,
+    keepAliveTimeout: l.keepAliveTimeout
+  }
+}
+
+/**
+ * A Node HTTP server with `limits`, for `NodeHttpServer.layer(() => createServer(), …)`.
+ */
+export const createServer = (limits: Partial<ServerLimits> = {}): Http.Server => {
+  const server = Http.createServer(serverOptions(limits))
+  server.maxHeadersCount = limits.maxHeadersCount ?? DEFAULT_SERVER_LIMITS.maxHeadersCount
+  return server
+}
+
+/** Nesting of request bodies allowed at most. */
+export const MAX_JSON_DEPTH = 64
+
+/** The user-visible message of a body nested deeper than `limit`. */
+export const tooDeepMessage = (limit: number = MAX_JSON_DEPTH): string =>
+  `The request body nests arrays and objects more than ${limit} levels deep; send a flatter message`
+
+/**
+ * Whether the JSON `text` nests arrays/objects deeper than `limit`. Brackets
+ * inside strings do not count. Works on any text (invalid JSON is the
+ * parser's business).
+ */
+export const exceedsDepth = (text: string, limit: number = MAX_JSON_DEPTH): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92 /* \ */) i++
+      else if (c === 34 /* " */) inString = false
+    } else if (c === 34) {
+      inString = true
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > limit) return true
+    } else if (c === 125 /* } */ || c === 93 /* ] */) {
+      depth--
+    }
+  }
+  return false
+}
+
+/** What a client sees of an unexpected failure. */
+export interface PublicError {
+  readonly error: "internal_error"
+  readonly message: string
+  /** Quote it to an operator: the server log has the cause under this id. */
+  readonly errorId: string
+}
+
+/**
+ * Logs `cause` (server side only) and returns the body to send instead: a
+ * fixed sentence and an id, never the cause's message or stack.
+ */
+export const publicError = (cause: unknown): Effect.Effect<PublicError> =>
+  Effect.gen(function*() {
+    const errorId = randomUUID()
+    yield* Effect.logError(`Unexpected failure while serving a request (error id ${errorId})`, cause).pipe(
+      Effect.annotateLogs({ errorId })
+    )
+    return { error: "internal_error", message: "The gateway failed to handle this request", errorId } as const
+  })

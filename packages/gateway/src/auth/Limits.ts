@@ -1,0 +1,390 @@
+/**
+ * The two rate-limit tiers of admission, on effect's `RateLimiter` (token
+ * bucket).
+ *
+ * **Rules** (SCALING-PLAN 3b, SPEC "The hot path of tools/call")
+ *
+ * - Two tiers. `ip` (default 300/s, burst 600) runs first, before any
+ *   credential is looked at: a coarse pre-auth DoS guard, generous because
+ *   enterprise clients share one NAT address. `identity` (default 50/s, burst
+ *   100) runs after authentication and is keyed by the authenticated identity
+ *   (`Caller.id`): real per-tenant fairness. It never runs on an unvalidated
+ *   bearer string, which would let an attacker mint a fresh bucket per request.
+ * - A policy `{ rate, burst }` is a token bucket of capacity `burst` refilled
+ *   at `rate` per second: effect's `consume({ algorithm: "token-bucket",
+ *   limit: burst, window: burst / rate seconds })`.
+ * - Stores: per instance in memory by default; with Redis, one bucket per key
+ *   shared by every instance (a true global limit). The memory store is
+ *   effect's token bucket with eviction: a bucket that has refilled to full is
+ *   the same as no bucket and is dropped, and at most `MAX_MEMORY_KEYS` keys
+ *   are kept, so addresses chosen by an attacker cannot grow memory without
+ *   bound (effect's `layerStoreMemory` never forgets a key).
+ * - Redis down: fail open to the per-instance memory store, with the same
+ *   limits. A Redis outage then weakens the limit to N instances x the limit,
+ *   still bounded, instead of turning an optional component into an outage of
+ *   the MCP endpoint. A command that fails (the client is offline: commands
+ *   are never queued while disconnected) or does not answer within `timeout`
+ *   (default 50 ms) switches to memory for `retryAfter` (default 1 s), then
+ *   the next request probes Redis again. Each switch is logged once (warning
+ *   down, info back); every decision taken in memory while Redis is
+ *   configured counts in `janus.limiter.fallback{tier}`.
+ * - Start-up never fails or hangs on Redis: the layer waits up to
+ *   `connectWait` (default 2 s) for a first connection, then serves from
+ *   memory while it keeps connecting in the background (backoff up to 2 s).
+ * - Every refusal counts in `janus.limiter.refused{tier}`.
+ * - Hot path: per tier the consume options, metric handles and header values
+ *   are computed once; a decision allocates only effect's own bookkeeping.
+ *
+ * @since 0.1.0
+ */
+import { NodeRedis } from "@effect/platform-node"
+import { Clock, Duration, Effect, Exit, Fiber, Layer, Metric, Redacted, Schema, Scope } from "effect"
+import { RateLimiter } from "effect/persistence"
+
+/** A token bucket: `burst` tokens, refilled at `rate` per second. */
+export interface RatePolicy {
+  /** Sustained requests per second. */
+  readonly rate: number
+  /** Bucket capacity: requests allowed at once after a quiet period. */
+  readonly burst: number
+}
+
+/** The pre-auth per-IP tier (SCALING-PLAN 3b). */
+export const DEFAULT_IP_POLICY: RatePolicy = { rate: 300, burst: 600 }
+/** The per-identity tier (SCALING-PLAN 3b). */
+export const DEFAULT_IDENTITY_POLICY: RatePolicy = { rate: 50, burst: 100 }
+
+export type Tier = "ip" | "identity"
+
+/** Keys kept by the memory store at most (the least recently created are dropped first). */
+export const MAX_MEMORY_KEYS = 100_000
+
+/** The shared store of the limits. */
+export interface RedisLimitOptions {
+  /** `REDIS_URL`. */
+  readonly url: Redacted.Redacted<string> | string
+  /** Key prefix (default `janus:ratelimit:`); the tiers add `ip:` / `id:`. */
+  readonly prefix?: string | undefined
+  /** How long one Redis decision may take before the memory store decides (default 50 ms). */
+  readonly timeout?: Duration.Input | undefined
+  /** How long to stay on memory after a Redis failure before probing again (default 1 s). */
+  readonly retryAfter?: Duration.Input | undefined
+  /** How long start-up waits for the first connection (default 2 s). */
+  readonly connectWait?: Duration.Input | undefined
+}
+
+export interface LimitsOptions {
+  readonly ip?: RatePolicy | undefined
+  readonly identity?: RatePolicy | undefined
+  readonly redis?: RedisLimitOptions | undefined
+}
+
+/** A request over its tier's limit. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  tier: Schema.Literals(["ip", "identity"]),
+  /** When one token is available again. */
+  retryAfterMs: Schema.Number
+}) {}
+
+/** A limit setting that cannot work. */
+export class InvalidLimits extends Schema.TaggedError<InvalidLimits>()("InvalidLimits", {
+  message: Schema.String
+}) {}
+
+/** Where decisions are taken now. */
+export type LimiterBackend = "memory" | "redis" | "memory (redis unavailable)"
+
+/** The limits of both tiers. */
+export interface Limits {
+  /** Takes one token for `key` from `tier`'s bucket, or refuses. */
+  readonly consume: (tier: Tier, key: string) => Effect.Effect<void, RateLimited>
+  /** The policy of `tier`. */
+  readonly policy: (tier: Tier) => RatePolicy
+  /** Where decisions are taken now. */
+  readonly backend: Effect.Effect<LimiterBackend>
+}
+
+export const refused = Metric.counter("janus.limiter.refused", {
+  description: "Requests refused by an admission rate limiter, by tier (ip, identity)",
+  incremental: true
+})
+
+export const fallback = Metric.counter("janus.limiter.fallback", {
+  description: "Rate-limit decisions taken per instance because the Redis store was unavailable, by tier",
+  incremental: true
+})
+
+const validate = (tier: Tier, policy: RatePolicy): InvalidLimits | undefined => {
+  if (!Number.isFinite(policy.rate) || policy.rate <= 0) {
+    return new InvalidLimits({
+      message: `The ${tier} rate limit must be a positive number per second, got ${policy.rate}`
+    })
+  }
+  if (!Number.isInteger(policy.burst) || policy.burst < 1) {
+    return new InvalidLimits({ message: `The ${tier} burst must be a whole number of at least 1, got ${policy.burst}` })
+  }
+  return undefined
+}
+
+// -----------------------------------------------------------------------------
+// Memory store: effect's token bucket, with eviction
+// -----------------------------------------------------------------------------
+
+interface Bucket {
+  tokens: number
+  lastRefill: number
+  limit: number
+  refillMillis: number
+}
+
+/** A bounded memory store, and how many buckets it holds (tests, diagnostics). */
+export interface MemoryStore {
+  readonly store: RateLimiter.RateLimiterStore["Service"]
+  readonly size: () => number
+}
+
+/**
+ * A `RateLimiterStore` whose token buckets are effect's (same arithmetic as
+ * `RateLimiter.layerStoreMemory`) but forgotten once full, and capped at
+ * `maxKeys`. The other algorithms are effect's memory store.
+ */
+export const makeMemoryStore = (maxKeys = MAX_MEMORY_KEYS): Effect.Effect<MemoryStore> =>
+  Effect.gen(function*() {
+    const inner = yield* Effect.service(RateLimiter.RateLimiterStore).pipe(
+      Effect.provide(RateLimiter.layerStoreMemory)
+    )
+    const buckets = new Map<string, Bucket>()
+    const minSweep = Math.min(1_024, maxKeys)
+    let sweepAt = minSweep
+
+    const sweep = (now: number) => {
+      for (const [key, b] of buckets) {
+        if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMillis) >= b.limit) buckets.delete(key)
+      }
+      // Still too many live buckets: drop the oldest (Map order is creation order).
+      if (buckets.size >= maxKeys) {
+        let excess = buckets.size - Math.floor(maxKeys * 0.9)
+        for (const key of buckets.keys()) {
+          if (excess-- <= 0) break
+          buckets.delete(key)
+        }
+      }
+      sweepAt = Math.min(maxKeys, Math.max(minSweep, buckets.size * 2))
+    }
+
+    const store = RateLimiter.RateLimiterStore.of({
+      ...inner,
+      tokenBucket: (options) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            const refillMillis = Duration.toMillis(options.refillRate)
+            const now = clock.currentTimeMillisUnsafe()
+            let bucket = buckets.get(options.key)
+            if (bucket === undefined) {
+              if (buckets.size >= sweepAt) sweep(now)
+              bucket = { tokens: options.limit, lastRefill: now, limit: options.limit, refillMillis }
+              buckets.set(options.key, bucket)
+            }
+            bucket.limit = options.limit
+            bucket.refillMillis = refillMillis
+            const tokensToAdd = Math.floor((now - bucket.lastRefill) / refillMillis)
+            if (tokensToAdd > 0) {
+              bucket.tokens = Math.min(options.limit, bucket.tokens + tokensToAdd)
+              bucket.lastRefill += tokensToAdd * refillMillis
+            }
+            if (bucket.tokens >= options.limit) bucket.lastRefill = now
+            const next = bucket.tokens - options.tokens
+            if (options.allowOverflow || next >= 0) bucket.tokens = next
+            return [next, Math.max(0, now - bucket.lastRefill)] as const
+          })
+        )
+    })
+    return { store, size: () => buckets.size }
+  })
+
+// -----------------------------------------------------------------------------
+// Redis connection
+// -----------------------------------------------------------------------------
+
+/** Reconnects forever with capped exponential backoff: Redis is optional, the gateway never gives up on it. */
+const reconnectStrategy = (retries: number): number =>
+  Math.min(50 * 2 ** Math.min(retries, 10), 2_000) + Math.floor(Math.random() * 100)
+
+const connectRedis = (
+  options: RedisLimitOptions,
+  scope: Scope.Scope
+): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
+  Effect.gen(function*() {
+    const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
+    const context = yield* Layer.buildWithScope(
+      NodeRedis.layer({
+        url,
+        // Fail at once while disconnected instead of queueing: the memory store decides meanwhile.
+        disableOfflineQueue: true,
+        socket: { connectTimeout: 1_000, reconnectStrategy }
+      }),
+      scope
+    )
+    const prefix = options.prefix ?? "janus:ratelimit:"
+    const limiterFor = (tierPrefix: string) =>
+      RateLimiter.makeStoreRedis({ prefix: `${prefix}${tierPrefix}` }).pipe(
+        Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store)),
+        Effect.provideContext(context)
+      )
+    return [yield* limiterFor("ip:"), yield* limiterFor("id:")] as const
+  })
+
+// -----------------------------------------------------------------------------
+// The limits
+// -----------------------------------------------------------------------------
+
+interface TierState {
+  readonly tier: Tier
+  readonly policy: RatePolicy
+  readonly window: Duration.Duration
+  readonly memory: RateLimiter.RateLimiter
+  redis: RateLimiter.RateLimiter | undefined
+  readonly refused: Metric.Metric<number, unknown>
+  readonly fallback: Metric.Metric<number, unknown>
+}
+
+/**
+ * Builds both tiers. With `redis`, connects in the background (waiting up to
+ * `connectWait`); the connection lives as long as the scope.
+ */
+export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, InvalidLimits, Scope.Scope> =>
+  Effect.gen(function*() {
+    const ipPolicy = options.ip ?? DEFAULT_IP_POLICY
+    const identityPolicy = options.identity ?? DEFAULT_IDENTITY_POLICY
+    const invalid = validate("ip", ipPolicy) ?? validate("identity", identityPolicy)
+    if (invalid !== undefined) return yield* invalid
+
+    const memoryLimiter = Effect.flatMap(
+      makeMemoryStore(),
+      ({ store }) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store)
+    )
+    const tierState = (tier: Tier, policy: RatePolicy) =>
+      Effect.map(memoryLimiter, (memory): TierState => ({
+        tier,
+        policy,
+        window: Duration.millis(policy.burst * 1_000 / policy.rate),
+        memory,
+        redis: undefined,
+        refused: Metric.withAttributes(refused, { tier }),
+        fallback: Metric.withAttributes(fallback, { tier })
+      }))
+    const ip = yield* tierState("ip", ipPolicy)
+    const identity = yield* tierState("identity", identityPolicy)
+
+    const redisOptions = options.redis
+    const timeout = Duration.fromInputUnsafe(redisOptions?.timeout ?? "50 millis")
+    const retryAfterMs = Duration.toMillis(Duration.fromInputUnsafe(redisOptions?.retryAfter ?? "1 second"))
+    /** Redis is skipped until this time (epoch ms) after a failure. */
+    let downUntil = 0
+    let down = false
+
+    const markDown = (state: TierState, reason: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        downUntil = now + retryAfterMs
+        if (down) return Effect.void
+        down = true
+        return Effect.logWarning(
+          `Rate limits: the Redis store is unavailable (${reason}); limiting per instance until it answers again`
+        ).pipe(Effect.annotateLogs({ tier: state.tier }))
+      })
+
+    const markUp = Effect.suspend(() => {
+      if (!down) return Effect.void
+      down = false
+      return Effect.logInfo("Rate limits: the Redis store answers again; limits are global again")
+    })
+
+    const refuse = (state: TierState, retryAfter: Duration.Duration) =>
+      Effect.andThen(
+        Metric.update(state.refused, 1),
+        Effect.fail(new RateLimited({ tier: state.tier, retryAfterMs: Duration.toMillis(retryAfter) }))
+      )
+
+    const decide = (
+      state: TierState,
+      limiter: RateLimiter.RateLimiter,
+      key: string
+    ): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
+      Effect.catch(
+        Effect.asVoid(
+          limiter.consume({ algorithm: "token-bucket", limit: state.policy.burst, window: state.window, key })
+        ),
+        (error): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
+          error.reason._tag === "RateLimitExceeded" ? refuse(state, error.reason.retryAfter) : Effect.fail(error.reason)
+      )
+
+    // The memory store never fails: its only error is the refusal.
+    const inMemory = (state: TierState, key: string) =>
+      decide(state, state.memory, key) as Effect.Effect<void, RateLimited>
+
+    const inMemoryFallback = (state: TierState, key: string) =>
+      Effect.andThen(Metric.update(state.fallback, 1), inMemory(state, key))
+
+    const consumeIn = (state: TierState, key: string): Effect.Effect<void, RateLimited> => {
+      const redis = state.redis
+      if (redis === undefined) return redisOptions === undefined ? inMemory(state, key) : inMemoryFallback(state, key)
+      return Effect.clockWith((clock) => {
+        if (clock.currentTimeMillisUnsafe() < downUntil) return inMemoryFallback(state, key)
+        return decide(state, redis, key).pipe(
+          Effect.timeoutOrElse({
+            duration: timeout,
+            orElse: () =>
+              Effect.fail(
+                new RateLimiter.RateLimitStoreError({ message: `no answer within ${Duration.format(timeout)}` })
+              )
+          }),
+          Effect.matchEffect({
+            onSuccess: () => markUp,
+            onFailure: (error) =>
+              error._tag === "RateLimited"
+                ? Effect.andThen(markUp, Effect.fail(error))
+                : Effect.andThen(markDown(state, error.message), inMemoryFallback(state, key))
+          })
+        )
+      })
+    }
+
+    if (redisOptions !== undefined) {
+      const scope = yield* Effect.scope
+      const connecting = yield* connectRedis(redisOptions, scope).pipe(
+        Effect.tap(([ipLimiter, identityLimiter]) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              ip.redis = ipLimiter
+              identity.redis = identityLimiter
+            }),
+            Effect.logInfo("Rate limits: connected to Redis; limits are global across instances")
+          )
+        ),
+        Effect.tapCause((cause) => Effect.logWarning("Rate limits: could not set up the Redis store", cause)),
+        Effect.forkIn(scope)
+      )
+      const waited = yield* Fiber.await(connecting).pipe(
+        Effect.timeoutOption(redisOptions.connectWait ?? "2 seconds")
+      )
+      if (waited._tag === "None" || Exit.isFailure(waited.value)) {
+        yield* Effect.logWarning(
+          "Rate limits: Redis is not reachable yet; limiting per instance until it is (still connecting)"
+        )
+      }
+    }
+
+    return {
+      consume: (tier, key) => consumeIn(tier === "ip" ? ip : identity, key),
+      policy: (tier) => tier === "ip" ? ip.policy : identity.policy,
+      backend: Effect.clockWith((clock) =>
+        Effect.succeed<LimiterBackend>(
+          redisOptions === undefined
+            ? "memory"
+            : ip.redis === undefined || down || clock.currentTimeMillisUnsafe() < downUntil
+            ? "memory (redis unavailable)"
+            : "redis"
+        )
+      )
+    } satisfies Limits
+  })

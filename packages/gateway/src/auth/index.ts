@@ -1,0 +1,28 @@
+/**
+ * Admission on the tools/call hot path (issue #5): per-IP limiter ->
+ * authenticate -> per-identity limiter -> authorize the tool (SPEC order).
+ *
+ * - `Admission`: the service (`admit`, `authorize`, `canSee`, `canUseServer`).
+ * - `ClientIp`: the client address behind trusted proxies; the per-IP key.
+ * - `Authenticate`: client tokens (token cache) and OAuth JWTs.
+ * - `Limits`: the two token-bucket tiers on effect `RateLimiter`, memory or
+ *   Redis (fail open to memory while Redis is down).
+ * - `ToolScope`: what a caller may list and call.
+ * - `Headers`: 401/429/503 headers (`WWW-Authenticate`, `RateLimit*`).
+ * - `Hardening`: Node server limits, JSON depth, error bodies without internals.
+ *
+ * Wiring (lead): provide `Admission.layer(options)` over the storage (and
+ * `OAuthLayer` when OAuth is on); in `CallGuard` use `admission.admit` as
+ * `McpGuard.admit` and run `admission.authorize(caller, toolName)` first in
+ * `guardCall`, inside the audit, before the concurrency permit; filter
+ * tools/list with `admission.canSee`.
+ *
+ * @since 0.1.0
+ */
+export { Admission, AdmissionConfigError, type AdmissionOptions } from "./Admission.ts"
+export * as Authenticate from "./Authenticate.ts"
+export * as ClientIp from "./ClientIp.ts"
+export * as Hardening from "./Hardening.ts"
+export * as AuthHeaders from "./Headers.ts"
+export * as Limits from "./Limits.ts"
+export * as ToolScope from "./ToolScope.ts"
