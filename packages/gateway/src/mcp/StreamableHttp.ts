@@ -29,6 +29,7 @@
 import { Deferred, Duration, Effect, Layer } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import * as Hardening from "../auth/Hardening.ts"
 import type { Caller } from "./Caller.ts"
 import { Dispatcher, type DispatcherOptions } from "./Dispatcher.ts"
 import { AdmissionRefused, McpGuard } from "./Guard.ts"
@@ -149,6 +150,10 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
     request.text.pipe(
       Effect.provideService(HttpServerRequest.MaxBodySize, maxBodySize),
       Effect.map((text): ParsedBody | HttpServerResponse.HttpServerResponse => {
+        // nesting is bounded before parsing: a deep document costs the parser and every walk after it
+        if (Hardening.exceedsDepth(text)) {
+          return HttpReply.error(null, ProtocolError.invalidRequest(Hardening.tooDeepMessage(), 400))
+        }
         try {
           return { _tag: "ParsedBody", value: JSON.parse(text) as unknown }
         } catch {
