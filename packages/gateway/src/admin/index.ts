@@ -23,11 +23,20 @@
  *
  * @since 0.1.0
  */
-import type { AdminTokens, ClientTokens, Connections, Endpoints, Secrets, VirtualServers } from "@janus/storage"
+import type {
+  AdminTokens,
+  AuditLog,
+  ClientTokens,
+  Connections,
+  Endpoints,
+  Secrets,
+  VirtualServers
+} from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
 import { AdminAuth } from "./AdminAuth.ts"
 import { AdminRouter } from "./AdminRouter.ts"
+import { AuditRoutes } from "./Audit.ts"
 import { ConnectionRoutes } from "./Connections.ts"
 import { EndpointRoutes } from "./Endpoints.ts"
 import { SecretRoutes } from "./Secrets.ts"
@@ -44,8 +53,9 @@ export { ApiProblem, type FieldError } from "./Problem.ts"
 export const AdminApiRoutes: Layer.Layer<
   never,
   never,
-  HttpRouter.HttpRouter | Connections | Endpoints | VirtualServers | ClientTokens | AdminTokens | Secrets
+  HttpRouter.HttpRouter | Connections | Endpoints | VirtualServers | ClientTokens | AdminTokens | Secrets | AuditLog
 > = Layer.mergeAll(
+  AuditRoutes,
   ConnectionRoutes,
   EndpointRoutes,
   VirtualServerRoutes,
