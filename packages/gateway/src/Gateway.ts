@@ -20,6 +20,7 @@ import { JanusConfig } from "./config/JanusConfig.ts"
 import * as Egress from "./egress/index.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
+import { CompositeCatalog } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { Redactor } from "./redaction/index.ts"
@@ -27,6 +28,7 @@ import * as Security from "./Security.ts"
 import * as SqlSessionStore from "./sessions/index.ts"
 import { StorageLive, type StorageServices } from "./StorageLive.ts"
 import * as RestCatalog from "./tools/RestCatalog.ts"
+import * as ScopedCatalog from "./tools/ScopedCatalog.ts"
 
 export const VERSION = "0.1.0"
 
@@ -78,7 +80,8 @@ export const services: Layer.Layer<
   | Layer.Error<typeof Security.RedactorLive>,
   JanusConfig | StorageServices
 > = Layer.mergeAll(
-  RestCatalog.layer,
+  // REST endpoints and upstream MCP servers as one tool list, filtered per caller
+  ScopedCatalog.layer(CompositeCatalog.layerWithFederation(RestCatalog.layer)),
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer()

@@ -22,9 +22,6 @@
  *   `PROGRESS_INTERVAL` while the downstream has not answered.
  * - `changes` fires when connections, endpoints or virtual servers change,
  *   on this instance or any other (the storage change feed).
- * - tools/list shows a caller only the tools it may call (`Admission.canSee`);
- *   an unrestricted caller gets the shared compiled list, a restricted one a
- *   list filtered once per configuration snapshot.
  * - Redaction (`REDACTION_ENABLED`): arguments are redacted before the
  *   request is built (so nothing sensitive leaves), the downstream body before
  *   the client sees it; the count goes to the audit record.
@@ -33,7 +30,6 @@
  */
 import { ChangeFeed, ConfigCache, type ConfigSnapshot, type RestConnection, SecretCache } from "@janus/storage"
 import { Cache, Duration, Effect, Layer, Option, Stream } from "effect"
-import { Admission } from "../auth/index.ts"
 import { type CallRecord, CurrentCall } from "../calls/CallRecord.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import {
@@ -43,7 +39,6 @@ import {
   type DownstreamResponse,
   type EgressConnection
 } from "../egress/index.ts"
-import type { Caller } from "../mcp/Caller.ts"
 import {
   type CallToolResult,
   InvalidToolArguments,
@@ -73,8 +68,6 @@ interface CompiledTool {
 interface Compiled {
   readonly tools: ReadonlyArray<Tool>
   readonly byName: ReadonlyMap<string, CompiledTool>
-  /** Filtered lists of restricted callers, by caller id, for this snapshot only. */
-  readonly visible: Map<string, ReadonlyArray<Tool>>
 }
 
 const authScheme = (auth: RestConnection["auth"]): AuthScheme => {
@@ -134,7 +127,7 @@ const compile = (snapshot: ConfigSnapshot): Compiled => {
     })
   }
   tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  return { tools, byName, visible: new Map() }
+  return { tools, byName }
 }
 
 const refusal = (tool: string, error: DownstreamError | { readonly _tag: string; readonly message: string }) => {
@@ -165,7 +158,7 @@ const decoder = new TextDecoder()
 export const layer: Layer.Layer<
   ToolCatalog,
   never,
-  ConfigCache | SecretCache | ChangeFeed | DownstreamClient | JanusConfig | Admission | Redactor
+  ConfigCache | SecretCache | ChangeFeed | DownstreamClient | JanusConfig | Redactor
 > = Layer.effect(
   ToolCatalog,
   Effect.gen(function*() {
@@ -174,18 +167,7 @@ export const layer: Layer.Layer<
     const feed = yield* ChangeFeed
     const downstream = yield* DownstreamClient
     const config = yield* JanusConfig
-    const admission = yield* Admission
     const redactor = yield* Redactor
-
-    const listFor = (c: Compiled, caller: Caller): ReadonlyArray<Tool> => {
-      if ((caller.tools ?? null) === null && (caller.virtualServers ?? null) === null) return c.tools
-      let tools = c.visible.get(caller.id)
-      if (tools === undefined) {
-        tools = c.tools.filter((tool) => admission.canSee(caller, tool.name))
-        c.visible.set(caller.id, tools)
-      }
-      return tools
-    }
 
     const compiledBySnapshot = new WeakMap<ConfigSnapshot, Compiled>()
     const compiled = Effect.map(configCache.snapshot, (snapshot) => {
@@ -242,7 +224,7 @@ export const layer: Layer.Layer<
       })
 
     return ToolCatalog.of({
-      list: (caller) => compiled.pipe(Effect.map((c) => listFor(c, caller)), Effect.orDie),
+      list: () => compiled.pipe(Effect.map((c) => c.tools), Effect.orDie),
       changes: feed.changes.pipe(Stream.filter((change) => configKinds.has(change.kind)), Stream.as(undefined)),
       call: (caller, request) =>
         Effect.gen(function*() {
