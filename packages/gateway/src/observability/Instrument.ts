@@ -1,0 +1,338 @@
+/**
+ * Traces and metrics of the tools/call hot path, added from outside by
+ * decorating the services it runs through, so the hot-path modules stay as
+ * they are.
+ *
+ * **Span tree of one tools/call** (names as exported)
+ *
+ * ```
+ * POST /mcp                              server   effect's HTTP server (HttpObservability names it)
+ * ├─ janus.admit                         internal per-IP limiter, authentication, per-identity limiter
+ * └─ tools/call {tool}                   server   MCP semantic conventions; authorize, permit, catalog call
+ *    ├─ janus.config_cache.snapshot      internal resolve the tool
+ *    ├─ janus.secret_cache.reveal        internal the connection's credential
+ *    └─ janus.egress                     internal breaker, total timeout, retries, redirects
+ *       └─ GET                           client   effect's HttpClient, one per attempt; sends traceparent
+ * ```
+ *
+ * `janus.admit` runs before the JSON-RPC body is read, so it is a sibling of
+ * the tools/call span. When the request's `_meta` carries a `traceparent`
+ * (`TraceContext.withMetaParent`), the tools/call span is its child and
+ * links to the HTTP span.
+ *
+ * **Rules**
+ *
+ * - Spans are only made when a real tracer is installed (OTLP configured):
+ *   with effect's native tracer nothing is exported, so the hot path does
+ *   not pay for spans. Metrics are always recorded.
+ * - Attributes never hold a secret, an argument or a response body: tool,
+ *   connection and secret *names*, methods, statuses, outcomes.
+ * - The outcome of a call is the audit record's (`CallGuard`): a result
+ *   with `isError` is `error`; a `ToolCallRefused` is its reason
+ *   (`unavailable` counts as `error`); any other failure or an interrupt is
+ *   `error`.
+ *
+ * @since 0.1.0
+ */
+import { ConfigCache, EventLog, type SecretCache } from "@janus/storage"
+import { Cause, Context, Effect, Exit, Layer, Option, Schedule, Semaphore, Tracer } from "effect"
+import { CircuitBreaker } from "effect/persistence"
+import { CurrentCall } from "../calls/CallRecord.ts"
+import type { DownstreamClient } from "../egress/index.ts"
+import { type AdmissionRefused, McpGuard } from "../mcp/Guard.ts"
+import * as Metrics from "./Metrics.ts"
+import { TransportSpan } from "./TraceContext.ts"
+
+/** Span names, for tests and dashboards. */
+export const SpanNames = {
+  admit: "janus.admit",
+  toolCall: (tool: string) => `tools/call ${tool}`,
+  configCache: "janus.config_cache.snapshot",
+  secretCache: "janus.secret_cache.reveal",
+  egress: "janus.egress"
+} as const
+
+const tracing = (fiber: { readonly getRef: <A>(ref: Context.Reference<A>) => A }): boolean =>
+  fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+
+const spanned = <A, E, R>(
+  fiber: { readonly getRef: <X>(ref: Context.Reference<X>) => X },
+  self: Effect.Effect<A, E, R>,
+  name: string,
+  options: Tracer.SpanOptionsNoTrace
+): Effect.Effect<A, E, R> => tracing(fiber) ? Effect.withSpan(self, name, options) : self
+
+// -----------------------------------------------------------------------------
+// McpGuard: admission and the tools/call span and metrics
+// -----------------------------------------------------------------------------
+
+const refusalReason = (status: AdmissionRefused["status"]): Metrics.RefusalReason => {
+  switch (status) {
+    case 401:
+      return "unauthenticated"
+    case 403:
+      return "forbidden"
+    case 429:
+      return "rate_limited"
+    case 503:
+      return "shed"
+  }
+}
+
+/** The audit outcome of a finished tools/call (mirrors `CallGuard`). */
+export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Metrics.CallOutcome => {
+  if (Exit.isSuccess(exit)) {
+    const value = exit.value as { readonly isError?: unknown } | null
+    return typeof value === "object" && value !== null && value.isError === true ? "error" : "ok"
+  }
+  const error = Cause.findErrorOption(exit.cause)
+  if (Option.isSome(error)) {
+    const e = error.value as { readonly _tag?: unknown; readonly reason?: unknown }
+    if (e._tag === "ToolCallRefused" && typeof e.reason === "string") {
+      return e.reason === "unavailable" ? "error" : e.reason as Metrics.CallOutcome
+    }
+  }
+  return "error"
+}
+
+/** `guard` with the admission span and refusal counts, and the tools/call span and metrics. */
+export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
+  McpGuard.of({
+    admit: (request) =>
+      Effect.withFiber((fiber) =>
+        spanned(
+          fiber,
+          guard.admit(request).pipe(
+            Effect.tapError((refused) =>
+              Effect.sync(() => Metrics.recordRefusal(fiber.context, refusalReason(refused.status)))
+            )
+          ),
+          SpanNames.admit,
+          { kind: "internal" }
+        )
+      ),
+    guardCall: (caller, toolName, call) =>
+      Effect.withFiber((fiber) => {
+        const context = fiber.context
+        const started = performance.now()
+        let connection: string | null = null
+        // Runs once the guard granted the concurrency permit, inside the call's record.
+        const permitted = Effect.suspend(() => {
+          Metrics.callActive(context, 1)
+          return call
+        }).pipe(
+          Effect.onExit(() =>
+            Effect.withFiber((inner) => {
+              connection = Context.getOrUndefined(inner.context, CurrentCall)?.connection ?? null
+              Metrics.callActive(context, -1)
+              return Effect.void
+            })
+          )
+        )
+        const observed = guard.guardCall(caller, toolName, permitted).pipe(
+          Effect.onExit((exit) => {
+            const outcome = outcomeOf(exit)
+            Metrics.recordCall(context, toolName, connection, outcome, (performance.now() - started) / 1000)
+            if (!tracing(fiber)) return Effect.void
+            return Effect.annotateCurrentSpan({
+              "janus.outcome": outcome,
+              ...(connection === null ? {} : { "janus.connection": connection }),
+              ...(outcome === "ok" ? {} : { "error.type": outcome })
+            })
+          })
+        )
+        if (!tracing(fiber)) return observed
+        const transport = fiber.getRef(TransportSpan)
+        return Effect.withSpan(observed, SpanNames.toolCall(toolName), {
+          kind: "server",
+          attributes: {
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": toolName,
+            "janus.caller.id": caller.id
+          },
+          links: transport === undefined ? [] : [{ span: transport, attributes: { "janus.link": "transport" } }]
+        })
+      })
+  })
+
+/** `McpGuard` decorated by {@link mcpGuard}: provide the undecorated guard to it. */
+export const mcpGuardLayer: Layer.Layer<McpGuard, never, McpGuard> = Layer.effect(
+  McpGuard,
+  Effect.map(Effect.service(McpGuard), mcpGuard)
+)
+
+// -----------------------------------------------------------------------------
+// Egress, caches
+// -----------------------------------------------------------------------------
+
+/** `client` with a `janus.egress` span around each call. */
+export const downstreamClient = (client: DownstreamClient["Service"]): DownstreamClient["Service"] => {
+  const observe = <A extends { readonly status: number; readonly attempts: number }, E>(
+    self: Effect.Effect<A, E>,
+    connection: string,
+    method: string
+  ): Effect.Effect<A, E> =>
+    Effect.withFiber((fiber) =>
+      tracing(fiber) ?
+        self.pipe(
+          Effect.tap((response) =>
+            Effect.annotateCurrentSpan({
+              "http.response.status_code": response.status,
+              "janus.egress.attempts": response.attempts
+            })
+          ),
+          Effect.withSpan(SpanNames.egress, {
+            kind: "internal",
+            attributes: { "janus.connection.id": connection, "http.request.method": method }
+          })
+        ) :
+        self
+    )
+  return {
+    prepare: client.prepare,
+    execute: (prepared, request) => observe(client.execute(prepared, request), prepared.id, request.method),
+    call: (connection, request) => observe(client.call(connection, request), connection.id, request.method)
+  }
+}
+
+/** `cache` with a `janus.secret_cache.reveal` span (attribute: the secret's name, never its value). */
+export const secretCache = (cache: SecretCache["Service"]): SecretCache["Service"] => ({
+  invalidate: cache.invalidate,
+  reveal: (name) =>
+    Effect.withFiber((fiber) =>
+      spanned(fiber, cache.reveal(name), SpanNames.secretCache, {
+        kind: "internal",
+        attributes: { "janus.secret.name": name }
+      })
+    )
+})
+
+/** `cache` with a `janus.config_cache.snapshot` span. */
+export const configCache = (cache: ConfigCache["Service"]): ConfigCache["Service"] => ({
+  invalidate: cache.invalidate,
+  snapshot: Effect.withFiber((fiber) => spanned(fiber, cache.snapshot, SpanNames.configCache, { kind: "internal" }))
+})
+
+// -----------------------------------------------------------------------------
+// Circuit breakers
+// -----------------------------------------------------------------------------
+
+/**
+ * `store` reporting every breaker's state in `janus.breaker.state`, labelled
+ * with `connectionName(key)` (the breaker key is the connection id; default:
+ * the key itself). It sees what this instance sees: with a shared (Redis)
+ * store, a circuit another replica opened shows when this one is refused.
+ */
+export const breakerStore = (
+  store: CircuitBreaker.CircuitBreakerStore["Service"],
+  connectionName: (key: string) => Effect.Effect<string | undefined> = (key) => Effect.succeed(key)
+): CircuitBreaker.CircuitBreakerStore["Service"] => {
+  const last = new Map<string, keyof typeof Metrics.BreakerStateValue>()
+  const set = (key: string, state: keyof typeof Metrics.BreakerStateValue): Effect.Effect<void> => {
+    if (last.get(key) === state) return Effect.void
+    last.set(key, state)
+    return Effect.flatMap(connectionName(key), (name) =>
+      Effect.withFiber((fiber) => {
+        Metrics.recordBreakerState(fiber.context, name ?? key, state)
+        return Effect.void
+      }))
+  }
+  return CircuitBreaker.CircuitBreakerStore.of({
+    admit: (key) =>
+      store.admit(key).pipe(
+        Effect.tap((admission) => set(key, admission.probe ? "HalfOpen" : "Closed")),
+        Effect.tapError((error) =>
+          error.reason._tag === "CircuitOpen" ?
+            set(key, "Open") :
+            error.reason._tag === "CircuitHalfOpen" ?
+            set(key, "HalfOpen") :
+            Effect.void
+        )
+      ),
+    record: (options) =>
+      store.record(options).pipe(
+        Effect.tap((transition) => transition === undefined ? Effect.void : set(options.key, transition.to))
+      ),
+    state: store.state
+  })
+}
+
+/**
+ * The current `CircuitBreakerStore` decorated by {@link breakerStore}, naming
+ * connections through the config cache (id -> name).
+ */
+export const breakerStoreLayer: Layer.Layer<
+  CircuitBreaker.CircuitBreakerStore,
+  never,
+  CircuitBreaker.CircuitBreakerStore | ConfigCache
+> = Layer.effect(
+  CircuitBreaker.CircuitBreakerStore,
+  Effect.gen(function*() {
+    const store = yield* CircuitBreaker.CircuitBreakerStore
+    const config = yield* ConfigCache
+    return breakerStore(store, (key) =>
+      config.snapshot.pipe(
+        Effect.map((snapshot) => snapshot.connectionById.get(key)?.name),
+        Effect.orElseSucceed(() => undefined)
+      ))
+  })
+)
+
+// -----------------------------------------------------------------------------
+// Event log
+// -----------------------------------------------------------------------------
+
+/**
+ * The event log, measured: appends are buffered here and handed to the
+ * storage event log in one batch per second (and on `flush` and at scope
+ * close), each batch followed by the storage flush, so every batch is
+ * measured: `janus.event_log.flush.size`, `.lag` (oldest append to commit),
+ * `.duration`, and `janus.event_log.buffered`. Order is kept; a failed
+ * storage flush keeps its batch in storage's buffer, which retries it.
+ */
+export const eventLogLayer: Layer.Layer<EventLog, never, EventLog> = Layer.effect(
+  EventLog,
+  Effect.gen(function*() {
+    const inner = yield* EventLog
+    const context = yield* Effect.context<never>()
+    const buffer: Array<Parameters<EventLog["Service"]["append"]>[0]> = []
+    let oldest = 0
+    const permit = yield* Semaphore.make(1)
+
+    const flush = permit.withPermit(Effect.suspend(() => {
+      if (buffer.length === 0) return inner.flush
+      const batch = buffer.splice(0, buffer.length)
+      const since = oldest
+      Metrics.recordEventLogBuffered(context, 0)
+      const began = performance.now()
+      return Effect.forEach(batch, inner.append, { discard: true }).pipe(
+        Effect.andThen(inner.flush),
+        Effect.tap(() =>
+          Effect.sync(() => {
+            const now = performance.now()
+            Metrics.recordEventLogFlush(context, batch.length, (now - since) / 1000, (now - began) / 1000)
+          })
+        )
+      )
+    }))
+
+    yield* flush.pipe(
+      Effect.catch((error) => Effect.logWarning("event log flush failed; storage retries it", error)),
+      Effect.repeat(Schedule.spaced("1 second")),
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() => flush.pipe(Effect.ignore))
+
+    return EventLog.of({
+      ...inner,
+      append: (event) =>
+        Effect.sync(() => {
+          if (buffer.length === 0) oldest = performance.now()
+          buffer.push(event)
+          Metrics.recordEventLogBuffered(context, buffer.length)
+        }),
+      flush
+    })
+  })
+)

@@ -1,0 +1,346 @@
+/**
+ * Every metric the gateway exports, defined once with effect `Metric`, and
+ * the cheap recorders the hot path calls.
+ *
+ * **Names**
+ *
+ * OpenTelemetry semantic-convention names where one exists, Janus names
+ * (`janus.*`) otherwise. Prometheus sees them through `Prometheus.ts`, which
+ * applies the OpenTelemetry-to-Prometheus rules: dots become underscores,
+ * counters get `_total`, metrics in seconds get `_seconds` (see {@link UNITS}).
+ *
+ * | metric | kind | attributes | Prometheus |
+ * | --- | --- | --- | --- |
+ * | `http.server.request.duration` | histogram, s | `http.request.method`, `http.route`, `http.response.status_code` | `http_server_request_duration_seconds` |
+ * | `http.server.active_requests` | gauge | `http.request.method` | `http_server_active_requests` |
+ * | `mcp.server.operation.duration` | histogram, s | `mcp.method.name`, `gen_ai.tool.name`, `error.type` | `mcp_server_operation_duration_seconds` |
+ * | `janus.calls` | counter | `outcome`, `tool`, `connection` | `janus_calls_total` |
+ * | `janus.calls.active` | gauge | | `janus_calls_active` |
+ * | `janus.admission.refusals` | counter | `reason` (unauthenticated, forbidden, rate_limited, shed) | `janus_admission_refusals_total` |
+ * | `janus.breaker.state` | gauge | `connection` (0 closed, 1 half-open, 2 open) | `janus_breaker_state` |
+ * | `janus.cache.lookups` | counter | `cache`, `result` (hit, miss) | `janus_cache_lookups_total` |
+ * | `janus.event_log.flush.size` | histogram | | `janus_event_log_flush_size` |
+ * | `janus.event_log.flush.lag` | histogram, s | | `janus_event_log_flush_lag_seconds` |
+ * | `janus.event_log.flush.duration` | histogram, s | | `janus_event_log_flush_duration_seconds` |
+ * | `janus.event_log.buffered` | gauge | | `janus_event_log_buffered` |
+ * | `janus.ready` | gauge (1 ready) | | `janus_ready` |
+ * | `janus.draining` | gauge (1 draining) | | `janus_draining` |
+ *
+ * Defined elsewhere and exported the same way: `studio.sse.dropped{reason}`
+ * and `studio.sse.subscribers` (packages/sse), `janus.audit.dropped`
+ * (packages/storage).
+ *
+ * **Rules**
+ *
+ * - Recording costs no string building per call: attributed series are
+ *   built once per attribute combination and kept in maps.
+ * - Attributes a client controls are bounded: a tool name is only a label
+ *   once the tool resolved to a connection (an unknown tool is `tool=""`),
+ *   and each map holds at most {@link MAX_SERIES} entries, past which values
+ *   fold into `"_other"`.
+ * - Recorders are synchronous (`updateUnsafe`) and take the context whose
+ *   `MetricRegistry` they write to; the `Effect` forms read it from the fiber.
+ *
+ * @since 0.1.0
+ */
+import { Metrics as SseMetrics } from "@janus/sse"
+import { auditDropped } from "@janus/storage"
+import { type Context, Effect, Metric } from "effect"
+
+/** Upper bound of distinct values per attribute map. */
+export const MAX_SERIES = 2_000
+
+/** Histogram buckets for durations in seconds (OpenTelemetry's HTTP advice, plus 30 s and 60 s). */
+export const DURATION_BUCKETS: ReadonlyArray<number> = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.075,
+  0.1,
+  0.25,
+  0.5,
+  0.75,
+  1,
+  2.5,
+  5,
+  7.5,
+  10,
+  30,
+  60
+]
+
+/** Buckets for event-log batch sizes. */
+export const SIZE_BUCKETS: ReadonlyArray<number> = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000]
+
+/** Metrics measured in seconds: `Prometheus.ts` names them `..._seconds`. */
+export const UNITS: Readonly<Record<string, "seconds">> = {
+  "http.server.request.duration": "seconds",
+  "mcp.server.operation.duration": "seconds",
+  "janus.event_log.flush.lag": "seconds",
+  "janus.event_log.flush.duration": "seconds"
+}
+
+// -----------------------------------------------------------------------------
+// Definitions
+// -----------------------------------------------------------------------------
+
+export const httpServerRequestDuration = Metric.histogram("http.server.request.duration", {
+  description: "Duration of HTTP server requests, in seconds",
+  boundaries: DURATION_BUCKETS
+})
+
+export const httpServerActiveRequests = Metric.gauge("http.server.active_requests", {
+  description: "HTTP server requests in flight (streams until they end)"
+})
+
+export const toolCallDuration = Metric.histogram("mcp.server.operation.duration", {
+  description: "tools/call duration as seen by the gateway, in seconds",
+  boundaries: DURATION_BUCKETS
+})
+
+export const calls = Metric.counter("janus.calls", {
+  description: "tools/call attempts by outcome, tool and connection",
+  incremental: true
+})
+
+export const callsActive = Metric.gauge("janus.calls.active", {
+  description: "tools/call calls holding a concurrency permit (MCP_MAX_CONCURRENT_CALLS)"
+})
+
+export const admissionRefusals = Metric.counter("janus.admission.refusals", {
+  description: "Requests refused before the JSON-RPC body is read, by reason (rate_limited = a limiter refused)",
+  incremental: true
+})
+
+export const breakerState = Metric.gauge("janus.breaker.state", {
+  description: "Circuit breaker state per downstream connection: 0 closed, 1 half-open, 2 open"
+})
+
+export const cacheLookups = Metric.counter("janus.cache.lookups", {
+  description: "Cache lookups by cache and result (hit, miss)",
+  incremental: true
+})
+
+export const eventLogFlushSize = Metric.histogram("janus.event_log.flush.size", {
+  description: "Events written per event-log flush",
+  boundaries: SIZE_BUCKETS
+})
+
+export const eventLogFlushLag = Metric.histogram("janus.event_log.flush.lag", {
+  description: "Age of the oldest event of a flush when it committed (append to commit), in seconds",
+  boundaries: DURATION_BUCKETS
+})
+
+export const eventLogFlushDuration = Metric.histogram("janus.event_log.flush.duration", {
+  description: "Duration of one event-log flush transaction, in seconds",
+  boundaries: DURATION_BUCKETS
+})
+
+export const eventLogBuffered = Metric.gauge("janus.event_log.buffered", {
+  description: "Events appended but not yet flushed"
+})
+
+export const ready = Metric.gauge("janus.ready", {
+  description: "1 when the last /readyz answered 200, 0 when it answered otherwise or the instance drains"
+})
+
+export const draining = Metric.gauge("janus.draining", {
+  description: "1 while the instance drains after SIGTERM"
+})
+
+// -----------------------------------------------------------------------------
+// Attribute caches
+// -----------------------------------------------------------------------------
+
+const OTHER = "_other"
+
+/** A bounded memo of attributed metrics keyed by one string. */
+const memo = <M>(make: (key: string) => M) => {
+  const map = new Map<string, M>()
+  return (key: string): M => {
+    let value = map.get(key)
+    if (value === undefined) {
+      if (map.size >= MAX_SERIES) {
+        value = map.get(OTHER)
+        if (value !== undefined) return value
+        key = OTHER
+      }
+      value = make(key)
+      map.set(key, value)
+    }
+    return value
+  }
+}
+
+// -----------------------------------------------------------------------------
+// HTTP
+// -----------------------------------------------------------------------------
+
+const httpByMethod = memo((method) =>
+  memo((route) =>
+    memo((status) =>
+      Metric.withAttributes(
+        httpServerRequestDuration,
+        route === "" ?
+          { "http.request.method": method, "http.response.status_code": status } :
+          { "http.request.method": method, "http.route": route, "http.response.status_code": status }
+      )
+    )
+  )
+)
+
+const statusText: Array<string> = []
+const statusKey = (status: number): string => statusText[status] ??= String(status)
+
+/** Records one HTTP request; `route` is the matched template, `""` when none matched. */
+export const recordHttpRequest = (
+  context: Context.Context<never>,
+  method: string,
+  route: string,
+  status: number,
+  seconds: number
+): void => httpByMethod(method)(route)(statusKey(status)).updateUnsafe(seconds, context)
+
+const activeByMethod = memo((method) =>
+  Metric.withAttributes(httpServerActiveRequests, { "http.request.method": method })
+)
+/** Adds `delta` (+1 / -1) to the in-flight requests of `method`. */
+export const httpActive = (context: Context.Context<never>, method: string, delta: number): void =>
+  activeByMethod(method).modifyUnsafe(delta, context)
+
+// -----------------------------------------------------------------------------
+// tools/call
+// -----------------------------------------------------------------------------
+
+/** Every outcome of a tools/call attempt (the audit record's). */
+export type CallOutcome = "ok" | "error" | "denied" | "rate_limited" | "shed" | "breaker_open" | "timeout"
+
+const callCounters = memo((tool) =>
+  memo((connection) => memo((outcome) => Metric.withAttributes(calls, { outcome, tool, connection })))
+)
+
+const callDurations = memo((tool) =>
+  memo((outcome) =>
+    Metric.withAttributes(
+      toolCallDuration,
+      outcome === "ok" ?
+        { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool } :
+        { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "error.type": outcome }
+    )
+  )
+)
+
+/**
+ * Records one finished tools/call attempt. `connection` is the connection
+ * the tool resolved to, `null` when it never resolved (then the tool name,
+ * which the client chose, is not used as a label).
+ */
+export const recordCall = (
+  context: Context.Context<never>,
+  tool: string,
+  connection: string | null,
+  outcome: CallOutcome,
+  seconds: number
+): void => {
+  const toolLabel = connection === null ? "" : tool
+  callCounters(toolLabel)(connection ?? "")(outcome).updateUnsafe(1, context)
+  callDurations(toolLabel)(outcome).updateUnsafe(seconds, context)
+}
+
+/** Adds `delta` (+1 / -1) to the calls holding a concurrency permit. */
+export const callActive = (context: Context.Context<never>, delta: number): void =>
+  callsActive.modifyUnsafe(delta, context)
+
+// -----------------------------------------------------------------------------
+// Admission, breakers, caches
+// -----------------------------------------------------------------------------
+
+/** Why admission refused a request. */
+export type RefusalReason = "unauthenticated" | "forbidden" | "rate_limited" | "shed"
+
+const refusalByReason = memo((reason) => Metric.withAttributes(admissionRefusals, { reason }))
+
+/** Records an admission refusal. */
+export const recordRefusal = (context: Context.Context<never>, reason: RefusalReason): void =>
+  refusalByReason(reason).updateUnsafe(1, context)
+
+/** Breaker states as gauge values. */
+export const BreakerStateValue = { Closed: 0, HalfOpen: 1, Open: 2 } as const
+
+const breakerByConnection = memo((connection) => Metric.withAttributes(breakerState, { connection }))
+
+/** Sets the breaker state of `connection`. */
+export const recordBreakerState = (
+  context: Context.Context<never>,
+  connection: string,
+  state: keyof typeof BreakerStateValue
+): void => breakerByConnection(connection).updateUnsafe(BreakerStateValue[state], context)
+
+/** The caches Janus reports on (SPEC "Caches and their invalidation"). */
+export type CacheName = "config" | "token" | "secret" | "response" | "jwks" | (string & {})
+
+const cacheHits = memo((cache) => Metric.withAttributes(cacheLookups, { cache, result: "hit" }))
+const cacheMisses = memo((cache) => Metric.withAttributes(cacheLookups, { cache, result: "miss" }))
+
+/** Records one lookup of `cache`. */
+export const recordCacheLookup = (context: Context.Context<never>, cache: CacheName, hit: boolean): void =>
+  (hit ? cacheHits : cacheMisses)(cache).updateUnsafe(1, context)
+
+/**
+ * `recordCacheLookup` as an effect; build it once per cache and reuse it:
+ * `const responseHit = Metrics.cacheLookup("response", true)`.
+ */
+export const cacheLookup = (cache: CacheName, hit: boolean): Effect.Effect<void> =>
+  Metric.update(hit ? cacheHits(cache) : cacheMisses(cache), 1)
+
+// -----------------------------------------------------------------------------
+// Event log, readiness, drain
+// -----------------------------------------------------------------------------
+
+/** Records one event-log flush: its size, the age of its oldest event and how long it took. */
+export const recordEventLogFlush = (
+  context: Context.Context<never>,
+  size: number,
+  lagSeconds: number,
+  durationSeconds: number
+): void => {
+  eventLogFlushSize.updateUnsafe(size, context)
+  eventLogFlushLag.updateUnsafe(lagSeconds, context)
+  eventLogFlushDuration.updateUnsafe(durationSeconds, context)
+}
+
+/** Sets the number of appended, unflushed events. */
+export const recordEventLogBuffered = (context: Context.Context<never>, count: number): void =>
+  eventLogBuffered.updateUnsafe(count, context)
+
+/** Sets `janus.ready`. */
+export const recordReady = (context: Context.Context<never>, isReady: boolean): void =>
+  ready.updateUnsafe(isReady ? 1 : 0, context)
+
+/** Sets `janus.draining`. */
+export const recordDraining = (context: Context.Context<never>, isDraining: boolean): void =>
+  draining.updateUnsafe(isDraining ? 1 : 0, context)
+
+/** Runs a synchronous recorder with the current fiber's context. */
+export const withContext = (f: (context: Context.Context<never>) => void): Effect.Effect<void> =>
+  Effect.contextWith((context: Context.Context<never>) => Effect.sync(() => f(context)))
+
+/**
+ * Creates the series alerts and dashboards read at their zero value, so a
+ * `rate()` or an alert has a series before the first event: drops of the
+ * event stream (every reason), admission refusals (every reason), audit
+ * records dropped, active calls, buffered events, draining.
+ */
+export const initialize = (context: Context.Context<never>): void => {
+  for (const reason of ["coalesced", "overflow", "replay", "blocked"] as const) {
+    SseMetrics.droppedFor(reason).updateUnsafe(0, context)
+  }
+  for (const reason of ["unauthenticated", "forbidden", "rate_limited", "shed"] as const) {
+    refusalByReason(reason).updateUnsafe(0, context)
+  }
+  auditDropped.updateUnsafe(0, context)
+  callsActive.modifyUnsafe(0, context)
+  eventLogBuffered.modifyUnsafe(0, context)
+  draining.modifyUnsafe(0, context)
+}

@@ -1,0 +1,272 @@
+/**
+ * OTLP export, received for real: an OTLP/HTTP receiver on 127.0.0.1 decodes
+ * the JSON exports of a gateway serving a tools/call against a loopback
+ * downstream, and the spans, their parent links and attributes, the
+ * metrics and the logs are checked.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Connections, Endpoints, Secrets } from "@janus/storage"
+import { ConfigProvider, Duration, Effect, Layer, Option, Redacted, Tracer } from "effect"
+import { HttpServer } from "effect/http"
+import { OtlpExporter } from "effect/observability"
+import { Otlp, TraceContext } from "../../src/observability/index.ts"
+import { stateless } from "../mcp/http-client.ts"
+import * as Downstream from "../support/Downstream.ts"
+import * as ObservedGateway from "./support/ObservedGateway.ts"
+import * as Receiver from "./support/Receiver.ts"
+
+const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base).href))
+
+const seed = Effect.gen(function*() {
+  const downstream = yield* Downstream.Downstream
+  yield* (yield* Secrets).set("pets-key", Redacted.make("s3cr3t-value-123"))
+  const pets = yield* (yield* Connections).create({
+    kind: "rest",
+    name: "pets",
+    baseUrl: downstream.url,
+    auth: { scheme: "bearer", secret: "pets-key" },
+    egressAllowList: ["127.0.0.1"]
+  })
+  yield* (yield* Endpoints).create({
+    connectionId: pets.id,
+    name: "get_pet",
+    method: "GET",
+    pathTemplate: "/pets/{id}",
+    arguments: { id: "path" },
+    inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
+  })
+})
+
+/** OTLP export to the test receiver, exporting every 100 ms. */
+const OtlpToReceiver = Layer.unwrap(Effect.map(Effect.service(Receiver.Receiver), (receiver) =>
+  Otlp.layerWith({
+    endpoint: receiver.url,
+    serviceName: "janus-test",
+    serviceVersion: "0.1.0",
+    attributes: { "service.instance.id": "test-instance" },
+    headers: Redacted.make({ "x-collector-key": "collector-secret" }),
+    metricsExportInterval: "100 millis",
+    tracesExportInterval: "100 millis"
+  })))
+
+const flush = Effect.flatMap(Effect.service(OtlpExporter.Flusher), (flusher) => flusher.flush)
+
+const incomingTraceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+const incomingSpanId = "00f067aa0ba902b7"
+
+const byName = (spans: ReadonlyArray<Receiver.OtlpSpan>, name: string) => spans.filter((s) => s.name === name)
+const one = (spans: ReadonlyArray<Receiver.OtlpSpan>, name: string, parent?: Receiver.OtlpSpan) => {
+  const found = byName(spans, name).filter((s) => parent === undefined || s.parentSpanId === parent.spanId)
+  assert.isAtLeast(found.length, 1, `no span ${name}${parent ? ` under ${parent.name}` : ""}`)
+  return found[0]!
+}
+
+const waitForSpans = (receiver: Receiver.ReceiverState, name: string) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 50; i++) {
+      yield* flush
+      if (byName(Receiver.spans(receiver), name).length > 0) return
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+describe("OTLP export (recipe applied)", () => {
+  const TestLayer = Layer.effectDiscard(seed).pipe(
+    Layer.provideMerge(ObservedGateway.layer()),
+    Layer.provideMerge(OtlpToReceiver),
+    Layer.provideMerge(Receiver.layer),
+    Layer.provideMerge(Downstream.layer)
+  )
+
+  layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("a tools/call", (it) => {
+    it.effect("exports the HTTP span, the tools/call span and its children with parents and attributes", () =>
+      Effect.gen(function*() {
+        const receiver = yield* Receiver.Receiver
+        const downstream = yield* Downstream.Downstream
+        const url = yield* mcpUrl
+        const reply = yield* stateless(url, "tools/call", { name: "get_pet", arguments: { id: "7" } }, {
+          traceparent: `00-${incomingTraceId}-${incomingSpanId}-01`,
+          tracestate: "vendor=abc"
+        })
+        assert.strictEqual(reply.status, 200)
+        assert.deepStrictEqual(reply.body.result.structuredContent, { id: "7", name: "Rex", tag: null })
+        assert.match(reply.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/)
+
+        yield* waitForSpans(receiver, "tools/call get_pet")
+        const spans = Receiver.spans(receiver).filter((s) => s.traceId === incomingTraceId)
+
+        // The HTTP server span continues the incoming trace.
+        const http = one(spans, "POST /mcp")
+        assert.strictEqual(http.parentSpanId, incomingSpanId)
+        assert.strictEqual(http.kind, 2)
+        const httpAttributes = Receiver.attributes(http.attributes)
+        assert.strictEqual(httpAttributes["http.route"], "/mcp")
+        assert.strictEqual(httpAttributes["http.request.method"], "POST")
+        assert.strictEqual(httpAttributes["http.response.status_code"], 200)
+
+        // Admission, then the MCP operation, both under the HTTP span.
+        one(spans, "janus.admit", http)
+        const call = one(spans, "tools/call get_pet", http)
+        assert.strictEqual(call.kind, 2)
+        assert.deepInclude(Receiver.attributes(call.attributes), {
+          "mcp.method.name": "tools/call",
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": "get_pet",
+          "janus.outcome": "ok",
+          "janus.connection": "pets",
+          "janus.caller.id": "anonymous"
+        })
+
+        // Resolve, secret, egress under the call; the client span under egress.
+        one(spans, "janus.config_cache.snapshot", call)
+        const secret = one(spans, "janus.secret_cache.reveal", call)
+        assert.strictEqual(Receiver.attributes(secret.attributes)["janus.secret.name"], "pets-key")
+        const egress = one(spans, "janus.egress", call)
+        assert.deepInclude(Receiver.attributes(egress.attributes), {
+          "http.request.method": "GET",
+          "http.response.status_code": 200,
+          "janus.egress.attempts": 1
+        })
+        const client = one(spans, "GET", egress)
+        assert.strictEqual(client.kind, 3)
+        assert.strictEqual(Receiver.attributes(client.attributes)["http.response.status_code"], 200)
+
+        // W3C trace context reached the downstream: the client span is its parent.
+        assert.strictEqual(downstream.lastHeaders["traceparent"], `00-${incomingTraceId}-${client.spanId}-01`)
+
+        // No span carries the secret.
+        assert.notInclude(JSON.stringify(receiver.traces), "s3cr3t-value-123")
+
+        // OTEL_EXPORTER_OTLP_HEADERS reach the collector.
+        assert.strictEqual(receiver.lastHeaders["x-collector-key"], "collector-secret")
+
+        // The resource names the service and the instance.
+        assert.deepInclude(Receiver.resources(receiver)[0]!, {
+          "service.name": "janus-test",
+          "service.version": "0.1.0",
+          "service.instance.id": "test-instance"
+        })
+      }))
+
+    it.effect("exports the metrics and the logs, logs with the trace id", () =>
+      Effect.gen(function*() {
+        const receiver = yield* Receiver.Receiver
+        const url = yield* mcpUrl
+        yield* stateless(url, "tools/call", { name: "get_pet", arguments: { id: "8" } })
+        yield* Effect.logInfo("observed log line").pipe(Effect.withSpan("log-parent"))
+        let names = new Set<string>()
+        for (let i = 0; i < 50 && !names.has("janus.calls"); i++) {
+          yield* flush
+          names = Receiver.metricNames(receiver)
+          if (!names.has("janus.calls")) yield* Effect.sleep("100 millis")
+        }
+        for (
+          const name of [
+            "janus.calls",
+            "mcp.server.operation.duration",
+            "http.server.request.duration",
+            "janus.calls.active"
+          ]
+        ) assert.isTrue(names.has(name), `metric ${name} not exported`)
+        yield* flush
+        const logged = Receiver.logBodies(receiver).find((l) => l.body.includes("observed log line"))
+        assert.isDefined(logged)
+        assert.match(logged!.traceId ?? "", /^[0-9a-f]{32}$/)
+      }))
+
+    it.effect("an MCP request's _meta.traceparent parents the operation, linked to the HTTP span", () =>
+      Effect.gen(function*() {
+        const receiver = yield* Receiver.Receiver
+        const metaTrace = "0af7651916cd43dd8448eb211c80319c"
+        const metaSpan = "b7ad6b7169203331"
+        // What the Dispatcher does once wired (recipe 6), around an operation span.
+        yield* Effect.void.pipe(
+          Effect.withSpan("tools/call meta_tool", { kind: "server" }),
+          Effect.provideService(TraceContext.TransportSpan, undefined),
+          TraceContext.withMetaParent({ traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: "k=v" }),
+          Effect.withSpan("POST /mcp (transport)", { kind: "server" })
+        )
+        const headers = yield* TraceContext.inject({ accept: "x" }).pipe(
+          TraceContext.withMetaParent({ traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: "k=v" })
+        )
+        assert.deepStrictEqual(headers, {
+          accept: "x",
+          traceparent: `00-${metaTrace}-${metaSpan}-01`,
+          tracestate: "k=v"
+        })
+        yield* waitForSpans(receiver, "tools/call meta_tool")
+        const operation = one(Receiver.spans(receiver), "tools/call meta_tool")
+        assert.strictEqual(operation.traceId, metaTrace)
+        assert.strictEqual(operation.parentSpanId, metaSpan)
+      }))
+  })
+})
+
+describe("Otlp.settingsFromEnv", () => {
+  const settings = (env: Record<string, string>) =>
+    Otlp.settingsFromEnv("9.9.9").pipe(
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
+    )
+
+  it.effect("no endpoint, no export", () =>
+    Effect.gen(function*() {
+      assert.isTrue(Option.isNone(yield* settings({ OTEL_SERVICE_NAME: "x" })))
+    }))
+
+  it.effect("reads the standard variables", () =>
+    Effect.gen(function*() {
+      const read = yield* settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
+        OTEL_SERVICE_NAME: "janus-prod",
+        OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc,x-tenant = t1",
+        OTEL_METRIC_EXPORT_INTERVAL: "15000",
+        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod"
+      })
+      assert.isTrue(Option.isSome(read))
+      const value = Option.getOrThrow(read)
+      assert.strictEqual(value.endpoint, "http://collector:4318")
+      assert.strictEqual(value.serviceName, "janus-prod")
+      assert.strictEqual(value.serviceVersion, "9.9.9")
+      assert.deepStrictEqual(Redacted.value(value.headers!), { authorization: "Bearer abc", "x-tenant": "t1" })
+      assert.strictEqual(String(value.metricsExportInterval), String(Duration.millis(15_000)))
+      assert.isString(value.attributes?.["service.instance.id"])
+      // a service.instance.id set by the operator wins
+      const own = Option.getOrThrow(
+        yield* settings({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+          OTEL_RESOURCE_ATTRIBUTES: "service.instance.id=pod-7"
+        })
+      )
+      assert.deepStrictEqual(own.attributes, {})
+      assert.strictEqual(own.serviceName, "janus")
+    }))
+
+  it.effect("a malformed endpoint is a ConfigError naming the variable", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }))
+      assert.include(String(error), "OTEL_EXPORTER_OTLP_ENDPOINT")
+    }))
+})
+
+describe("TraceContext", () => {
+  it("fromMeta accepts W3C traceparent only", () => {
+    assert.isTrue(Option.isSome(TraceContext.fromMeta({ traceparent: `00-${incomingTraceId}-${incomingSpanId}-01` })))
+    assert.isTrue(Option.isNone(TraceContext.fromMeta({ traceparent: "garbage" })))
+    assert.isTrue(Option.isNone(TraceContext.fromMeta({ traceparent: `00-${"0".repeat(32)}-${incomingSpanId}-01` })))
+    assert.isTrue(Option.isNone(TraceContext.fromMeta(undefined)))
+  })
+
+  it("isValidTraceState bounds the list", () => {
+    assert.isTrue(TraceContext.isValidTraceState("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"))
+    assert.isFalse(TraceContext.isValidTraceState("no equals sign"))
+    assert.isFalse(TraceContext.isValidTraceState(Array.from({ length: 33 }, (_, i) => `k${i}=v`).join(",")))
+  })
+
+  it.effect("injectMeta adds the current span's traceparent to _meta", () =>
+    Effect.gen(function*() {
+      const meta = yield* TraceContext.injectMeta({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" })
+      const span = yield* Effect.currentSpan
+      assert.strictEqual(meta.traceparent, TraceContext.traceparentOf(span))
+      assert.strictEqual(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28")
+    }).pipe(Effect.withSpan("upstream call"), Effect.provideService(Tracer.Tracer, Tracer.nativeTracer)))
+})
