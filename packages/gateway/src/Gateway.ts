@@ -8,9 +8,10 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Hub } from "@janus/sse"
-import { AuditLog, type Storage } from "@janus/storage"
-import { Duration, Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
+import { Effect, Layer } from "effect"
+import { HttpRouter, type HttpServer } from "effect/http"
+import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
 import { Admission, Hardening } from "./auth/index.ts"
@@ -23,6 +24,7 @@ import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
+import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
 import { Redactor } from "./redaction/index.ts"
 import * as Security from "./Security.ts"
 import * as SqlSessionStore from "./sessions/index.ts"
@@ -45,19 +47,24 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
 
 /** Every route of the gateway; `mcp` overrides the MCP transport's options (tests). */
 export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const config = yield* JanusConfig
-    return Layer.mergeAll(
-      HealthRoutes,
-      EventRoutes,
-      AdminApiRoutes,
-      McpHttp.layer({
-        serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
-        allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
-        ...mcp
-      })
-    )
-  }))
+  Layer.mergeAll(
+    Layer.unwrap(Effect.gen(function*() {
+      const config = yield* JanusConfig
+      return Layer.mergeAll(
+        HealthRoutes,
+        EventRoutes,
+        AdminApiRoutes,
+        McpHttp.layer({
+          serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
+          allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
+          ...mcp
+        })
+      )
+    })),
+    Prometheus.layerHttp,
+    // request ids, HTTP metrics, the drain gate (503 for new requests once SIGTERM arrived)
+    HttpObservability.layer()
+  )
 
 /** Every route of the gateway. */
 export const routes = makeRoutes()
@@ -81,18 +88,30 @@ export const services: Layer.Layer<
   JanusConfig | StorageServices
 > = Layer.mergeAll(
   // REST endpoints and upstream MCP servers as one tool list, filtered per caller
-  ScopedCatalog.layer(CompositeCatalog.layerWithFederation(RestCatalog.layer)),
+  ScopedCatalog.layer(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+    // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
+    Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
+    Layer.updateService(SecretCache, Instrument.secretCache),
+    Layer.updateService(ConfigCache, Instrument.configCache)
+  ))),
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer()
 ).pipe(
-  Layer.provideMerge(CallGuard.layer),
+  // the tools/call span and the calls metric by outcome, tool and connection
+  Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
   // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
   Layer.provideMerge(
     Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record)))
   ),
   Layer.provideMerge(EventStream.HubLive),
-  Layer.provideMerge(Egress.layerMemory({})),
+  Layer.provideMerge(
+    Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
+      Egress.Resolver.layerSystem,
+      // breaker state per connection as a gauge
+      Instrument.breakerStoreLayer.pipe(Layer.provide(CircuitBreaker.layerStoreMemory()))
+    )))
+  ),
   Layer.provideMerge(Security.AdmissionLive),
   Layer.provideMerge(Security.RedactorLive),
   // OAuth services, when enabled, are looked up by admission and the admin API
@@ -106,7 +125,9 @@ export const ServerLive = Layer.unwrap(Effect.gen(function*() {
   return NodeHttpServer.layer(() => Hardening.createServer(), {
     host: config.JANUS_HOST,
     port: config.JANUS_PORT,
-    gracefulShutdownTimeout: Duration.toMillis(config.JANUS_SHUTDOWN_TIMEOUT)
+    // the drain (observability/Drain.ts) has already waited up to JANUS_SHUTDOWN_TIMEOUT for in-flight
+    // requests when the server closes; this only bounds what is left, inside the pod's grace period
+    gracefulShutdownTimeout: "1 second"
   })
 }))
 
@@ -117,13 +138,33 @@ export type StartError =
   | Layer.Error<typeof StorageLive>
   | Layer.Error<typeof services>
 
+/**
+ * The gateway on `server` over `storage`. The drain's finalizer is built last,
+ * so on SIGTERM it runs first: readiness flips to 503, new requests are
+ * refused, open streams end with a `retry:` hint, in-flight calls finish up to
+ * JANUS_SHUTDOWN_TIMEOUT, the audit and event logs flush; then the server
+ * closes.
+ */
+export const layerOn = <S, SE, StE>(options: {
+  readonly server: Layer.Layer<S | HttpServer.HttpServer, SE, JanusConfig>
+  readonly storage: Layer.Layer<StorageServices, StE, JanusConfig>
+  readonly mcp?: Partial<McpHttp.McpHttpOptions> | undefined
+  /** Extra services under the gateway's (tests: e.g. an OAuth layer with a test issuer). */
+  readonly extra?: Layer.Layer<never, never, never> | undefined
+}) =>
+  Layer.mergeAll(Drain.layerShutdown, Drain.storageFlushHooks).pipe(
+    Layer.provideMerge(HttpRouter.serve(makeRoutes(options.mcp), { disableListenLog: true, disableLogger: true })),
+    Layer.provideMerge(services),
+    Layer.provideMerge(options.extra ?? Layer.empty),
+    Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing())),
+    Layer.provideMerge(options.server),
+    Layer.provideMerge(Instrument.eventLogLayer),
+    Layer.provideMerge(options.storage)
+  )
+
 /** The gateway serving HTTP, given its configuration. */
 export const layer: Layer.Layer<
-  Layer.Success<typeof ServerLive> | StorageServices,
+  Layer.Success<typeof ServerLive> | StorageServices | Drain.Drain,
   StartError,
   JanusConfig
-> = HttpRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
-  Layer.provideMerge(services),
-  Layer.provideMerge(ServerLive),
-  Layer.provideMerge(StorageLive)
-)
+> = layerOn({ server: ServerLive, storage: StorageLive })

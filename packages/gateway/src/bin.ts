@@ -5,28 +5,21 @@
  * @since 0.1.0
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer, Logger, References, Runtime } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
 import { Command } from "effect/cli"
 import { serve } from "./cli/Serve.ts"
 import { InvalidConfiguration, JanusConfig } from "./config/JanusConfig.ts"
+import { Logging } from "./observability/index.ts"
 
 const janus = Command.make("janus").pipe(
   Command.withDescription("Janus, the MCP gateway"),
   Command.withSubcommands([serve])
 )
 
-const LoggingLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* JanusConfig
-  const level = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error", fatal: "Fatal" } as const
-  return Layer.mergeAll(
-    Logger.layer([Logger.consoleJson]),
-    Layer.succeed(References.MinimumLogLevel, level[config.LOG_LEVEL])
-  )
-}))
-
 janus.pipe(
   Command.run({ version: "0.1.0" }),
-  Effect.provide(Layer.provideMerge(LoggingLive, JanusConfig.layer)),
+  // JSON lines with trace and request ids; secrets and token-shaped values scrubbed
+  Effect.provide(Layer.provideMerge(Logging.layerConfig, JanusConfig.layer)),
   Effect.provide(NodeServices.layer),
   // A configuration mistake is the operator's to fix: print the list, no stack.
   Effect.catchTag(

@@ -12,11 +12,12 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as StorageTesting from "@janus/storage/testing"
 import { Layer } from "effect"
-import { FetchHttpClient, type HttpClient, HttpRouter, HttpServer } from "effect/http"
+import { FetchHttpClient, type HttpClient, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { JanusConfig, type JanusSettings } from "./config/JanusConfig.ts"
-import { makeRoutes, services } from "./Gateway.ts"
+import { layerOn, type services } from "./Gateway.ts"
 import type { McpHttp } from "./mcp/index.ts"
+import type { Drain } from "./observability/index.ts"
 import type { StorageServices } from "./StorageLive.ts"
 
 /**
@@ -39,6 +40,7 @@ export type TestGateway =
   | HttpServer.HttpServer
   | StorageServices
   | Layer.Success<typeof services>
+  | Drain.Drain
   | JanusConfig
 
 /** The gateway on a test server, over `storage` (default: in-memory PGlite). */
@@ -46,11 +48,15 @@ export const layer = (options: {
   readonly config?: Partial<JanusSettings>
   readonly storage?: Layer.Layer<StorageServices, unknown>
   readonly mcp?: Partial<McpHttp.McpHttpOptions>
+  /** Extra services under the gateway's, e.g. an OAuth layer trusting a test issuer. */
+  readonly extra?: Layer.Layer<any, unknown, never>
 } = {}): Layer.Layer<TestGateway, unknown> =>
-  HttpRouter.serve(makeRoutes(options.mcp), { disableListenLog: true, disableLogger: true }).pipe(
-    Layer.provideMerge(services),
-    Layer.provideMerge(TestServer),
-    Layer.provideMerge(options.storage ?? StorageTesting.layerMemory()),
+  layerOn({
+    server: TestServer,
+    storage: options.storage ?? StorageTesting.layerMemory(),
+    mcp: options.mcp,
+    extra: options.extra as Layer.Layer<never, never, never> | undefined
+  }).pipe(
     // tests opt in to authentication: most exercise other things as the anonymous caller
     Layer.provideMerge(JanusConfig.layerWith({ JANUS_ALLOW_ANONYMOUS: true, ...options.config }))
   ) as Layer.Layer<TestGateway, unknown>

@@ -22,6 +22,7 @@
 import { Cause, Context, Effect, Layer, Option } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
+import { CurrentRequestId } from "../observability/HttpObservability.ts"
 import { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
 import * as Problem from "./Problem.ts"
 
@@ -53,8 +54,9 @@ export class AdminRouter extends Context.Service<AdminRouter, {
       const known = FindMyWay.make<true>()
 
       const wrap = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Problem.ApiProblem, R>) =>
-        Effect.suspend(() => {
-          const requestId = randomUUID()
+        Effect.flatMap(Effect.service(CurrentRequestId), (current: string | undefined) => {
+          // the id the observability middleware gave this request, so body, header and logs agree
+          const requestId = current ?? randomUUID()
           return Effect.gen(function*() {
             const request = yield* HttpServerRequest.HttpServerRequest
             const principal = yield* auth.authenticate(request)

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Effect, Exit, Layer, Metric } from "effect"
+import { Cause, Clock, Effect, Exit, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import type * as Caller from "../mcp/Caller.ts"
@@ -27,8 +27,6 @@ import * as CallRecord from "./CallRecord.ts"
 
 /** JSON-RPC code of a gateway refusal (SPEC: every refusal is a clear JSON-RPC error). */
 const REFUSED = -32000
-
-export const calls = Metric.counter("janus.calls", { description: "tools/call attempts by outcome", incremental: true })
 
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
   if (Exit.isSuccess(exit)) {
@@ -79,10 +77,8 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
           Effect.onExit((exit) => {
             const outcome = outcomeOf(exit)
             if (Exit.isFailure(exit) && record.status === null && outcome !== "error") record.status = REFUSED
-            return Effect.andThen(
-              audit.record(record, outcome),
-              Metric.update(Metric.withAttributes(calls, { outcome }), 1)
-            )
+            // the calls metric (by outcome, tool and connection) is observability/Instrument's
+            return audit.record(record, outcome)
           })
         ) as Effect.Effect<A, E | ToolCallRefused, R>
       })

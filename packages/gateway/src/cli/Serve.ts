@@ -8,12 +8,13 @@
  * @since 0.1.0
  */
 import { AdminTokens, type InvalidInput } from "@janus/storage"
-import { Console, Effect, Layer, Redacted } from "effect"
+import { type Config, Console, Effect, Layer, Redacted } from "effect"
 import { Command } from "effect/cli"
 import { HttpServer } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import * as Demo from "../demo/Demo.ts"
 import * as Gateway from "../Gateway.ts"
+import { Otlp } from "../observability/index.ts"
 import { describeStorage } from "../StorageLive.ts"
 
 const announce = Effect.gen(function*() {
@@ -38,10 +39,14 @@ export const serve: Command.Command<
   "serve",
   {},
   {},
-  Gateway.StartError | InvalidInput | Layer.Error<typeof Demo.layer>,
+  Gateway.StartError | InvalidInput | Layer.Error<typeof Demo.layer> | Config.ConfigError,
   JanusConfig
 > = Command.make(
   "serve",
   {},
-  () => Layer.launch(Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer)))
+  () =>
+    Layer.launch(Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer))).pipe(
+      // OTLP traces, metrics and logs when OTEL_EXPORTER_OTLP_ENDPOINT is set
+      Effect.provide(Otlp.layerFromEnv(Gateway.VERSION))
+    )
 ).pipe(Command.withDescription("Run the gateway until SIGINT or SIGTERM"))

@@ -34,6 +34,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
+import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
 import { McpGuard } from "./Guard.ts"
 import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
@@ -404,6 +405,8 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         requestState
       })
     ).pipe(
+      // a client's _meta.traceparent is the parent of the tools/call span
+      TraceContext.withMetaParent(params?._meta),
       Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
       Effect.mapError(toProtocolError),
       Effect.catchDefect((defect) =>

@@ -47,6 +47,7 @@ import {
   ToolCatalog,
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import { Redactor } from "../redaction/index.ts"
 import * as RestRequest from "./RestRequest.ts"
 import * as RestResult from "./RestResult.ts"
@@ -260,6 +261,7 @@ export const layer: Layer.Layer<
             : undefined
           if (cacheKey !== undefined) {
             const hit = yield* Cache.getOption(responses!, cacheKey)
+            yield* Metrics.cacheLookup("response", Option.isSome(hit))
             if (Option.isSome(hit)) {
               if (Option.isSome(record)) record.value.cached = true
               return hit.value

@@ -3,32 +3,21 @@
  * composition: test server on loopback, in-memory PGlite, configuration) with
  * `AdminApiRoutes` added, and request helpers.
  */
-import { NodeHttpServer } from "@effect/platform-node"
 import { assert } from "@effect/vitest"
 import { AdminTokens } from "@janus/storage"
-import * as StorageTesting from "@janus/storage/testing"
 import { Effect, Layer, Redacted, Stream } from "effect"
-import { HttpClient, HttpClientRequest, HttpRouter } from "effect/http"
-import { AdminApiRoutes } from "../../src/admin/index.ts"
-import { JanusConfig } from "../../src/config/JanusConfig.ts"
-import { routes, services } from "../../src/Gateway.ts"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import * as GatewayTesting from "../../src/testing.ts"
 import type { TestGateway } from "../../src/testing.ts"
 
 /**
- * `GatewayTesting.layer()`'s composition with the admin routes added: the
- * gateway's routes and services on a test server (ephemeral loopback port),
- * in-memory PGlite, default configuration. (`mergeAll` builds a Layer once,
- * so this stays right when `AdminApiRoutes` joins `routes`.) `extra` is
- * merged into the served app's context (e.g. the OAuth layer).
+ * The whole gateway (`GatewayTesting.layer`: test server on loopback,
+ * in-memory PGlite, default configuration, the admin routes among the
+ * others). `extra` is provided under the gateway's services (e.g. the OAuth
+ * layer with a test issuer).
  */
 export const layer = <E = never>(extra?: Layer.Layer<any, E, never>): Layer.Layer<TestGateway, unknown> =>
-  HttpRouter.serve(Layer.mergeAll(routes, AdminApiRoutes), { disableListenLog: true, disableLogger: true }).pipe(
-    Layer.provideMerge(extra ?? Layer.empty),
-    Layer.provideMerge(services),
-    Layer.provideMerge(NodeHttpServer.layerTest),
-    Layer.provideMerge(StorageTesting.layerMemory()),
-    Layer.provideMerge(JanusConfig.layerWith({}))
-  ) as Layer.Layer<TestGateway, unknown>
+  GatewayTesting.layer(extra === undefined ? {} : { extra })
 
 /**
  * Options of every admin suite: the server runs on the real clock (no
