@@ -19,7 +19,17 @@ const root = join(import.meta.dirname, "..")
 const benches: Record<string, string> = {
   start: "packages/gateway/bench/start.ts",
   fanout: "packages/sse/bench/fanout.ts",
-  redaction: "packages/gateway/bench/redaction.ts"
+  stalled: "packages/sse/bench/stalled.ts",
+  redaction: "packages/gateway/bench/redaction.ts",
+  toolcall: "packages/gateway/bench/toolcall.ts",
+  toollist: "packages/gateway/bench/toollist.ts",
+  eventlog: "packages/storage/bench/eventlog.ts"
+}
+
+/** Time limits, ms (default 180 s): each bench bounds itself well below its own. */
+const timeouts: Record<string, number> = {
+  toolcall: 420_000,
+  toollist: 240_000
 }
 
 interface BenchResult {
@@ -49,7 +59,8 @@ for (const name of names) {
     cwd: root,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
-    timeout: 180_000
+    timeout: timeouts[name] ?? 180_000,
+    maxBuffer: 64 * 1024 * 1024
   })
   const lastLine = run.stdout.trim().split("\n").pop() ?? ""
   let result: BenchResult
@@ -60,7 +71,10 @@ for (const name of names) {
     failed = true
     continue
   }
-  const rows = Object.entries(result.results).map(([k, v]) => `| ${k} | ${typeof v === "number" ? format(v) : v} |`)
+  const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ")
+  const rows = Object.entries(result.results).map(([k, v]) =>
+    `| ${cell(k)} | ${typeof v === "number" ? format(v) : cell(String(v))} |`
+  )
   const section = [
     `### ${result.title}`,
     "",
