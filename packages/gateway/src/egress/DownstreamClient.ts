@@ -49,13 +49,13 @@ import {
   type DownstreamError,
   DownstreamTimeout,
   DownstreamUnavailable,
-  EgressRefused,
   InvalidEgressConfig,
   ResponseTooLarge
 } from "./Errors.ts"
 import type { DownstreamRequest, DownstreamResponse } from "./Exchange.ts"
 import { isRetryable, mayRetry, RetryableStatus, retryOptions } from "./RetryPolicy.ts"
 import { SafeDispatcher, type Timeouts } from "./SafeDispatcher.ts"
+import { facts } from "./TransportFacts.ts"
 
 /** Client-wide settings. */
 export interface DownstreamClientOptions {
@@ -379,31 +379,6 @@ const cancelled = (connection: string, signal: AbortSignal) =>
     signal.addEventListener("abort", onAbort, { once: true })
     return Effect.sync(() => signal.removeEventListener("abort", onAbort))
   })
-
-interface CauseFacts {
-  refused?: EgressRefused
-  code?: string
-  message?: string
-}
-
-// Walks a transport error (and its `cause` / AggregateError members) for the
-// facts worth reporting. Only codes and Node/undici messages are kept: the
-// HttpClientError itself holds the request, credential included.
-const facts = (cause: unknown, out: CauseFacts = {}, depth = 0): CauseFacts => {
-  if (depth > 5 || typeof cause !== "object" || cause === null) return out
-  if (cause instanceof EgressRefused) {
-    out.refused = cause
-    return out
-  }
-  const record = cause as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown; _tag?: unknown }
-  if (out.code === undefined && typeof record.code === "string") {
-    out.code = record.code
-    if (typeof record.message === "string") out.message = record.message
-  }
-  if (Array.isArray(record.errors)) { for (const error of record.errors) facts(error, out, depth + 1) }
-  if (record.cause !== undefined) facts(record.cause, out, depth + 1)
-  return out
-}
 
 const fromHttpClientError = (
   prepared: PreparedConnection,

@@ -27,9 +27,9 @@
 import { Context, Effect, Layer, Result, type Scope } from "effect"
 import { HttpClient, type HttpClientError, type HttpClientRequest, type HttpClientResponse } from "effect/http"
 import { AllowList, EgressPolicy } from "../egress/EgressPolicy.ts"
-import { EgressRefused } from "../egress/Errors.ts"
 import { Resolver } from "../egress/Resolver.ts"
 import { SafeDispatcher } from "../egress/SafeDispatcher.ts"
+import { facts } from "../egress/TransportFacts.ts"
 import { UpstreamError } from "./Errors.ts"
 
 /** Undici's "no limit" for `maxResponseSize`; the client bounds each message itself. */
@@ -90,29 +90,6 @@ export class UpstreamHttp extends Context.Service<UpstreamHttp, {
   static readonly layerSystem: Layer.Layer<UpstreamHttp, never, EgressPolicy> = UpstreamHttp.layer.pipe(
     Layer.provide(Resolver.layerSystem)
   )
-}
-
-interface CauseFacts {
-  refused?: EgressRefused
-  code?: string
-  message?: string
-}
-
-// Codes and Node/undici messages only: the HttpClientError holds the request.
-const facts = (cause: unknown, out: CauseFacts = {}, depth = 0): CauseFacts => {
-  if (depth > 5 || typeof cause !== "object" || cause === null) return out
-  if (cause instanceof EgressRefused) {
-    out.refused = cause
-    return out
-  }
-  const record = cause as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown }
-  if (out.code === undefined && typeof record.code === "string") {
-    out.code = record.code
-    if (typeof record.message === "string") out.message = record.message
-  }
-  if (Array.isArray(record.errors)) { for (const error of record.errors) facts(error, out, depth + 1) }
-  if (record.cause !== undefined) facts(record.cause, out, depth + 1)
-  return out
 }
 
 const fromHttpClientError = (

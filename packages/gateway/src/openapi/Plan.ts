@@ -30,6 +30,7 @@
 import type { ArgumentLocation, Endpoint, HttpMethod } from "@janus/storage"
 import { Result } from "effect"
 import { createHash } from "node:crypto"
+import { ownedHeaders } from "../tools/RestRequest.ts"
 import { boundSchema, type OpenApiDocument, OpenApiError } from "./Document.ts"
 
 export interface PlanOptions {
@@ -70,23 +71,7 @@ export interface ImportPlan {
 }
 
 const methods = ["get", "put", "post", "delete", "options", "head", "patch"] as const
-const ownedHeaders = new Set([
-  "authorization",
-  "proxy-authorization",
-  "host",
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-  "cookie",
-  "set-cookie",
-  "expect",
-  "content-type",
-  "accept"
-])
+
 const paramNamePattern = /^[A-Za-z0-9_.-]{1,64}$/
 const MAX_DESCRIPTION = 4096
 

@@ -41,7 +41,8 @@ export interface RestRequest {
   readonly body: string | undefined
 }
 
-const ownedHeaders = new Set([
+/** Headers the gateway sets itself: no tool argument may name one. */
+export const ownedHeaders: ReadonlySet<string> = new Set([
   "authorization",
   "proxy-authorization",
   "host",
