@@ -15,6 +15,7 @@ export default defineConfig({
     })),
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    reporters: ["default"]
+    // In CI also a JSON report, from which .ci/run prints the plain "N passed, N failed" line.
+    reporters: process.env.CI ? ["default", ["json", { outputFile: ".ci-results/vitest.json" }]] : ["default"]
   }
 })
