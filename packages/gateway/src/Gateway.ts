@@ -21,10 +21,11 @@ import { JanusConfig } from "./config/JanusConfig.ts"
 import * as Egress from "./egress/index.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog } from "./federation/index.ts"
+import { CompositeCatalog, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
+import { OpenApiImporter } from "./openapi/index.ts"
 import { Redactor } from "./redaction/index.ts"
 import * as Security from "./Security.ts"
 import * as SqlSessionStore from "./sessions/index.ts"
@@ -50,15 +51,27 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
   Layer.mergeAll(
     Layer.unwrap(Effect.gen(function*() {
       const config = yield* JanusConfig
+      const options: McpHttp.McpHttpOptions = {
+        serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
+        allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
+        ...mcp
+      }
       return Layer.mergeAll(
         HealthRoutes,
         EventRoutes,
         AdminApiRoutes,
-        McpHttp.layer({
-          serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
-          allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
-          ...mcp
-        })
+        McpHttp.layer(options),
+        // virtual servers: one mount for all, the server taken from the route per request
+        Layer.unwrap(Effect.map(VirtualServers.scopeCaller, (scopeCaller) =>
+          McpHttp.layer({
+            ...options,
+            path: "/servers/:name/mcp",
+            legacySse: options.legacySse === false ? false : {
+              ssePath: "/servers/:name/sse",
+              messagesPath: "/servers/:name/messages"
+            },
+            scopeCaller
+          })))
       )
     })),
     Prometheus.layerHttp,
@@ -80,7 +93,8 @@ export const services: Layer.Layer<
   | CallAudit.CallAudit
   | Hub.Hub
   | Egress.DownstreamClient
-  | Egress.EgressPolicy,
+  | Egress.EgressPolicy
+  | OpenApiImporter,
   | Egress.InvalidEgressConfig
   | Layer.Error<typeof Security.AdmissionLive>
   | Layer.Error<typeof Security.OAuthLive>
@@ -88,15 +102,18 @@ export const services: Layer.Layer<
   JanusConfig | StorageServices
 > = Layer.mergeAll(
   // REST endpoints and upstream MCP servers as one tool list, filtered per caller
-  ScopedCatalog.layer(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+  // (through `/servers/{name}/mcp`, only the members of that virtual server)
+  ScopedCatalog.layer(VirtualServers.layerCatalog(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
     // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
     Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
     Layer.updateService(SecretCache, Instrument.secretCache),
     Layer.updateService(ConfigCache, Instrument.configCache)
-  ))),
+  )))),
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
-  SqlSessionStore.layer()
+  SqlSessionStore.layer(),
+  // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
+  OpenApiImporter.layer
 ).pipe(
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),

@@ -5,8 +5,8 @@
  * connections, endpoints, virtual servers, client tokens, admin tokens and
  * secrets (write-only). It needs the storage repositories; OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
- * Not here: the audit query (no audit repository yet), OpenAPI import
- * (another issue) and `GET /api/v1/events` (mounted by the lead).
+ * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
+ * `GET /api/v1/events` (mounted by the lead).
  *
  * **Why `HttpRouter` and not `HttpApi`.** `HttpApi` shines when the schemas
  * of the API are its contract: typed groups, decoded payloads, a derived
@@ -34,11 +34,13 @@ import type {
 } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
+import type { OpenApiImporter } from "../openapi/index.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import { AuditRoutes } from "./Audit.ts"
 import { ConnectionRoutes } from "./Connections.ts"
 import { EndpointRoutes } from "./Endpoints.ts"
+import { OpenApiRoutes } from "./OpenApi.ts"
 import { SecretRoutes } from "./Secrets.ts"
 import { AdminTokenRoutes, ClientTokenRoutes } from "./Tokens.ts"
 import { VirtualServerRoutes } from "./VirtualServers.ts"
@@ -53,7 +55,15 @@ export { ApiProblem, type FieldError } from "./Problem.ts"
 export const AdminApiRoutes: Layer.Layer<
   never,
   never,
-  HttpRouter.HttpRouter | Connections | Endpoints | VirtualServers | ClientTokens | AdminTokens | Secrets | AuditLog
+  | HttpRouter.HttpRouter
+  | Connections
+  | Endpoints
+  | VirtualServers
+  | ClientTokens
+  | AdminTokens
+  | Secrets
+  | AuditLog
+  | OpenApiImporter
 > = Layer.mergeAll(
   AuditRoutes,
   ConnectionRoutes,
@@ -61,7 +71,8 @@ export const AdminApiRoutes: Layer.Layer<
   VirtualServerRoutes,
   ClientTokenRoutes,
   AdminTokenRoutes,
-  SecretRoutes
+  SecretRoutes,
+  OpenApiRoutes
 ).pipe(
   Layer.provide(AdminRouter.layer),
   Layer.provide(AdminAuth.layer)

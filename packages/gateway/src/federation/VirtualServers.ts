@@ -10,10 +10,21 @@
  * nothing (a deleted endpoint, an upstream that is down) match nothing.
  * The result keeps `allTools`' order (sorted by name).
  *
+ * Served at `/servers/{name}/mcp` (and `/servers/{name}/sse` + `/messages`):
+ * {@link scopeCaller} resolves the server from the route (unknown: 404, not
+ * allowed to the caller: 403) and marks the caller with it; {@link layerCatalog}
+ * then lists and calls only that server's tools (a call outside it is an
+ * unknown tool).
+ *
  * @since 0.1.0
  */
-import type { ConfigSnapshot, VirtualServer } from "@janus/storage"
-import type { Tool } from "../mcp/ToolCatalog.ts"
+import { ConfigCache, type ConfigSnapshot, type VirtualServer } from "@janus/storage"
+import { Context, Effect, Layer } from "effect"
+import { Admission } from "../auth/index.ts"
+import type { Caller } from "../mcp/Caller.ts"
+import { ProtocolError } from "../mcp/JsonRpc.ts"
+import { ErrorCode } from "../mcp/Protocol.ts"
+import { type Tool, ToolCallRefused, ToolCatalog, ToolNotFound } from "../mcp/ToolCatalog.ts"
 import { ORIGIN_META, type ToolOrigin } from "./FederatedCatalog.ts"
 
 const originOf = (tool: Tool): ToolOrigin | undefined => {
@@ -51,3 +62,121 @@ export const toolsOfVirtualServer = (
     return wholeConnections.has(origin.connection) || upstreamTools.has(`${origin.connection}\u0000${origin.tool}`)
   })
 }
+
+/**
+ * `inner` seen through virtual servers: a caller with `virtualServer` set
+ * lists and calls only that server's members; other callers get `inner` as
+ * is. A server's list is computed once per inner list and snapshot.
+ */
+export const layerCatalog = <E, R>(
+  inner: Layer.Layer<ToolCatalog, E, R>
+): Layer.Layer<ToolCatalog, E, R | ConfigCache> =>
+  Layer.effect(
+    ToolCatalog,
+    Effect.gen(function*() {
+      const catalog = Context.get(yield* Layer.build(inner), ToolCatalog)
+      const config = yield* ConfigCache
+      interface Served {
+        readonly snapshot: ConfigSnapshot
+        readonly tools: ReadonlyArray<Tool>
+        readonly names: ReadonlySet<string>
+      }
+      const memo = new WeakMap<ReadonlyArray<Tool>, Map<string, Served>>()
+      const members = (all: ReadonlyArray<Tool>, snapshot: ConfigSnapshot, name: string): Served => {
+        let byServer = memo.get(all)
+        if (byServer === undefined) {
+          byServer = new Map()
+          memo.set(all, byServer)
+        }
+        const last = byServer.get(name)
+        if (last !== undefined && last.snapshot === snapshot) return last
+        const vs = snapshot.virtualServerByName.get(name)
+        const tools = vs === undefined ? [] : toolsOfVirtualServer(snapshot, vs, all)
+        const served: Served = { snapshot, tools, names: new Set(tools.map((tool) => tool.name)) }
+        byServer.set(name, served)
+        return served
+      }
+      const served = (caller: Caller, name: string) =>
+        Effect.flatMap(config.snapshot, (snapshot) =>
+          Effect.map(catalog.list(caller), (all) => members(all, snapshot, name)))
+      return ToolCatalog.of({
+        list: (caller) => {
+          if (caller.virtualServer === undefined) {
+            return catalog.list(caller)
+          }
+          return served(caller, caller.virtualServer).pipe(
+            Effect.map((s) =>
+              s.tools
+            ),
+            Effect.orDie
+          )
+        },
+        call: (caller, request) => {
+          if (caller.virtualServer === undefined) return catalog.call(caller, request)
+          return served(caller, caller.virtualServer).pipe(
+            Effect.mapError((error) =>
+              new ToolCallRefused({ name: request.name, reason: "unavailable", detail: error.message })
+            ),
+            Effect.flatMap((s) =>
+              s.names.has(request.name)
+                ? catalog.call(caller, request)
+                : Effect.fail(new ToolNotFound({ name: request.name }))
+            )
+          )
+        },
+        changes: catalog.changes
+      })
+    })
+  )
+
+/**
+ * The `scopeCaller` of the MCP transport mounted at `/servers/:name/...`:
+ * the server `name` must exist (404) and the caller may use it (403); the
+ * caller is then marked with it.
+ */
+export const scopeCaller = Effect.gen(function*() {
+  const config = yield* ConfigCache
+  const admission = yield* Admission
+  return (
+    caller: Caller,
+    params: Readonly<Record<string, string | undefined>>
+  ): Effect.Effect<Caller, ProtocolError> => {
+    const name = params.name ?? ""
+    return config.snapshot.pipe(
+      Effect.mapError(() =>
+        new ProtocolError({
+          code: ErrorCode.refused,
+          status: 503,
+          message: "The gateway's configuration cannot be read right now; retry shortly"
+        })
+      ),
+      Effect.flatMap((snapshot) => {
+        if (!snapshot.virtualServerByName.has(name)) {
+          return Effect.fail(
+            new ProtocolError({
+              code: ErrorCode.refused,
+              status: 404,
+              message: `No virtual server is named ${
+                JSON.stringify(name)
+              }; the MCP URL of a virtual server is /servers/{name}/mcp with the name of an existing one`
+            })
+          )
+        }
+        if (!admission.canUseServer(caller, name)) {
+          return Effect.fail(
+            new ProtocolError({
+              code: ErrorCode.refused,
+              status: 403,
+              message: `${
+                caller.kind === "client_token" && caller.name !== undefined
+                  ? `The client token '${caller.name}'`
+                  : "This caller"
+              } may not use the virtual server '${name}': it is not among the token's allowed virtual servers`
+            })
+          )
+        }
+        return Effect.succeed<Caller>({ ...caller, virtualServer: name })
+      })
+    )
+  }
+})

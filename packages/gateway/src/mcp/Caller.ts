@@ -36,6 +36,11 @@ export interface Caller {
   readonly tools?: ReadonlySet<string> | null | undefined
   /** The virtual servers whose URLs the caller may use. `null` or absent: any. */
   readonly virtualServers?: ReadonlySet<string> | null | undefined
+  /**
+   * The virtual server whose URL (`/servers/{name}/...`) the request came
+   * through: the catalog serves only that server's tools. Absent: `/mcp`.
+   */
+  readonly virtualServer?: string | undefined
 }
 
 /** The caller of every request until authentication is configured. */

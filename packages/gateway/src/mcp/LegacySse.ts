@@ -79,7 +79,14 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         )
       }
       const id = newSessionId()
-      const endpoint = `${options.messagesPath}?sessionId=${id}`
+      // `/servers/:name/messages` names the server the stream was opened on
+      const route = yield* Effect.serviceOption(HttpRouter.RouteContext)
+      const params: Readonly<Record<string, string | undefined>> = Option.isSome(route) ? route.value.params : {}
+      const messagesPath = options.messagesPath.replace(/:(\w+)/g, (param, name: string) => {
+        const value = params[name]
+        return value === undefined ? param : encodeURIComponent(value)
+      })
+      const endpoint = `${messagesPath}?sessionId=${id}`
       const events = Stream.unwrap(Effect.gen(function*() {
         const outbound = yield* Queue.unbounded<string, Cause.Done>()
         const fibers = yield* FiberSet.make<void, never>()

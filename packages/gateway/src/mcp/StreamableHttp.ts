@@ -49,6 +49,18 @@ import type { ToolCatalog } from "./ToolCatalog.ts"
 export interface McpHttpOptions extends DispatcherOptions {
   /** The Streamable HTTP endpoint. Default `/mcp`. */
   readonly path?: HttpRouter.PathInput | undefined
+  /**
+   * After admission: narrows the caller to this mount, given the route's
+   * path parameters (e.g. `/servers/:name/mcp` sets `Caller.virtualServer`),
+   * or refuses the request (the error's `status` and message are the reply).
+   * Runs on every request of every transport of this mount.
+   */
+  readonly scopeCaller?:
+    | ((caller: Caller, params: Readonly<Record<string, string | undefined>>) => Effect.Effect<
+      Caller,
+      ProtocolError
+    >)
+    | undefined
   /** Browser origins allowed besides loopback ones (see `Origin.ts`). */
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
   /** Allow loopback browser origins. Default `true`. */
@@ -110,6 +122,7 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
   const router = yield* HttpRouter.HttpRouter
   const guard = yield* McpGuard
   const path = options.path ?? "/mcp"
+  const scopeCaller = options.scopeCaller
   const originAllowed = Origin.make({
     allowedOrigins: options.allowedOrigins,
     allowLocalhost: options.allowLocalhostOrigins
@@ -129,21 +142,32 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
     shutdown
   })
 
+  const isResponse = (u: Caller | HttpServerResponse.HttpServerResponse): u is HttpServerResponse.HttpServerResponse =>
+    !("scopes" in u)
+
   /** Origin, then admission: the caller, or the response that refuses the request. */
   const gate = (
     request: HttpServerRequest.HttpServerRequest
   ): Effect.Effect<Caller | HttpServerResponse.HttpServerResponse> => {
     const origin = request.headers[Header.origin]
     if (!originAllowed(origin)) return Effect.succeed(forbidden(origin!))
-    return guard.admit({
+    const admitted = guard.admit({
       method: request.method,
       url: request.url,
       headers: request.headers,
       remoteAddress: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
     }).pipe(Effect.catchTag("AdmissionRefused", (refusal) => Effect.succeed(refused(refusal))))
+    if (scopeCaller === undefined) return admitted
+    // after authentication: this mount's narrowing (e.g. the virtual server of `/servers/:name/mcp`)
+    return Effect.flatMap(
+      admitted,
+      (gated) =>
+        isResponse(gated) ? Effect.succeed(gated) : Effect.serviceOption(HttpRouter.RouteContext).pipe(
+          Effect.flatMap((route) => scopeCaller(gated, route._tag === "Some" ? route.value.params : {})),
+          Effect.catchTag("ProtocolError", (error) => Effect.succeed(HttpReply.error(null, error)))
+        )
+    )
   }
-  const isResponse = (u: Caller | HttpServerResponse.HttpServerResponse): u is HttpServerResponse.HttpServerResponse =>
-    !("scopes" in u)
 
   /** Reads the body within the limit and parses it; a failure response otherwise. */
   const readBody = (request: HttpServerRequest.HttpServerRequest) =>
