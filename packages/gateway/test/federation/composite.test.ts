@@ -52,10 +52,12 @@ describe("CompositeCatalog", () => {
 
       const fired = yield* Ref.make(0)
       yield* composite.changes.pipe(Stream.runForEach(() => Ref.update(fired, (n) => n + 1)), Effect.forkScoped)
-      yield* Effect.sleep("10 millis")
+      // let the subscriber start; then wait for both signals (bounded), not a fixed time: the machine may be busy
+      yield* Effect.sleep("100 millis")
       yield* fed.control.upsert(tool("gh/new", "fed"))
       yield* rest.control.remove("get_pet")
-      yield* Effect.sleep("10 millis")
+      for (let i = 0; i < 300 && (yield* Ref.get(fired)) < 2; i++) yield* Effect.sleep("10 millis")
+      yield* Effect.sleep("50 millis") // and no third one
       assert.strictEqual(yield* Ref.get(fired), 2)
       const after = yield* composite.list(anonymous)
       assert.notStrictEqual(after, listed)
