@@ -7,13 +7,15 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
 import { Command } from "effect/cli"
+import { doctor, key, migrate } from "./cli/Operations.ts"
+import { connection, endpoint, openapi, secret, token } from "./cli/Resources.ts"
 import { serve } from "./cli/Serve.ts"
 import { InvalidConfiguration, JanusConfig } from "./config/JanusConfig.ts"
 import { Logging } from "./observability/index.ts"
 
 const janus = Command.make("janus").pipe(
   Command.withDescription("Janus, the MCP gateway"),
-  Command.withSubcommands([serve])
+  Command.withSubcommands([serve, migrate, doctor, token, connection, endpoint, openapi, secret, key])
 )
 
 janus.pipe(

@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Config, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Config, Console, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import * as Settings from "./Settings.ts"
 
 /** One environment variable: its parser, default, and whether its value is secret. */
@@ -243,9 +243,11 @@ export class JanusConfig extends Context.Service<JanusConfig, JanusSettings>()("
   static readonly layer: Layer.Layer<JanusConfig, InvalidConfiguration> = Layer.effect(
     JanusConfig,
     Effect.gen(function*() {
+      // stderr, not the logger: logging is configured from this very config, and stdout may be a
+      // command's --json output
       for (const unknown of unknownJanusVariables(process.env)) {
-        yield* Effect.logWarning(
-          `Unknown variable ${unknown.name} is ignored` +
+        yield* Console.error(
+          `warning: unknown variable ${unknown.name} is ignored` +
             Option.match(unknown.suggestion, { onNone: () => "", onSome: (s) => `; did you mean ${s}?` })
         )
       }

@@ -1,0 +1,131 @@
+/**
+ * `janus` usage errors and flag validation (no database opened), and
+ * `migrate` / `doctor` against a real Postgres test database.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as StorageTesting from "@janus/storage/testing"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { freePort, janus, tempHome } from "./run.ts"
+
+const COMMANDS = ["serve", "migrate", "doctor", "token", "connection", "endpoint", "openapi", "secret", "key"]
+
+describe.concurrent("janus usage and flag errors", () => {
+  it("--help everywhere, and each mistake named with its fix", async () => {
+    const env = { JANUS_HOME: tempHome(), JANUS_PORT: String(await freePort()) }
+    let r = await janus(["--help"], env)
+    assert.strictEqual(r.code, 0)
+    for (const command of COMMANDS) assert.match(r.stdout, new RegExp(`^ +${command} +\\S`, "m"))
+    for (
+      const [args, flags] of [
+        [["token", "create", "--help"], ["--tools", "--servers", "--expires", "--json"]],
+        [["connection", "add", "--help"], ["--base-url", "--auth", "--secret", "--allow"]],
+        [["endpoint", "add", "--help"], ["--connection", "--method", "--path", "--arg", "--schema"]]
+      ] as const
+    ) {
+      r = await janus(args, env)
+      assert.strictEqual(r.code, 0, args.join(" "))
+      for (const flag of flags) assert.include(r.stdout, flag, args.join(" "))
+    }
+
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, RegExp, string?]> = [
+      [["connection", "add", "x", "--base-url", "https://x", "--bogus"], /Unrecognized flag: --bogus/],
+      [["token", "create"], /name/i],
+      [["endpoint", "add", "e", "--connection", "c", "--method", "FETCH", "--path", "/"], /FETCH/],
+      [
+        ["connection", "add", "bad", "--base-url", "notaurl"],
+        /Error: --base-url "notaurl" is not a URL\n {2}Fix: give an absolute http\(s\) URL/
+      ],
+      [
+        ["connection", "add", "bad", "--base-url", "https://x.example", "--auth", "bearer"],
+        /Error: --auth bearer needs --secret\n {2}Fix: add --secret NAME/
+      ],
+      [["connection", "add", "bad", "--base-url", "https://x.example", "--allow", "10.0.0.0/99"], /prefix length/],
+      [["token", "create", "t", "--expires", "soon"], /--expires "soon" is not a duration or a date/],
+      [
+        ["endpoint", "add", "e", "--connection", "c", "--method", "GET", "--path", "/", "--arg", "q=nowhere"],
+        /--arg "q=nowhere" is not NAME=LOCATION\n {2}Fix: use --arg NAME=path/
+      ],
+      [
+        ["endpoint", "add", "e", "--connection", "c", "--method", "GET", "--path", "/", "--schema", "{bad"],
+        /--schema is not a JSON object/
+      ],
+      [["secret", "set", "s"], /Error: no value for secret s\n {2}Fix: pipe it on stdin/, ""],
+      [["openapi", "import", "/no/such.yaml", "--connection", "x"], /cannot read \/no\/such\.yaml/],
+      [["openapi", "import", "spec.yaml", "--connection", "x", "--base-url", "nope"], /--base-url "nope" is not a URL/]
+    ]
+    for (const [args, stderr, stdin] of cases) {
+      r = await janus(args, env, stdin)
+      assert.notStrictEqual(r.code, 0, args.join(" "))
+      assert.match(r.stderr, stderr, args.join(" "))
+      assert.notMatch(r.stderr, /\n\s+at /, "no stack trace") // the operator's mistake, not a crash
+    }
+  }, 90_000)
+
+  it("an invalid configuration is listed, with exit code 78", async () => {
+    const r = await janus(["doctor"], { DATABASE_URL: "postgres://127.0.0.1:1/x", JANUS_PORT: "99999" })
+    assert.strictEqual(r.code, 78)
+    assert.match(r.stderr, /Invalid configuration \(2 problems\)/)
+    assert.match(r.stderr, /JANUS_MASTER_KEY=\(unset\): expected a key when DATABASE_URL is set/)
+    assert.match(r.stderr, /JANUS_PORT="99999"/)
+  }, 30_000)
+})
+
+describe.concurrent("janus migrate and doctor on Postgres", async () => {
+  const available = await StorageTesting.requirePostgres()
+  let scope: Scope.Closeable
+  let url = ""
+  const key = randomBytes(32).toString("base64")
+
+  beforeAll(async () => {
+    if (!available) return
+    scope = Effect.runSync(Scope.make())
+    const context = await Effect.runPromise(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
+    url = Redacted.value(Context.get(context, StorageTesting.TestDatabase).url)
+  }, 60_000)
+  afterAll(async () => {
+    if (available) await Effect.runPromise(Scope.close(scope, Exit.void))
+  })
+
+  it.skipIf(!available)("doctor fails before migrate, migrate applies, doctor passes; unreachable fails", async () => {
+    const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
+    let r = await janus(["doctor"], env)
+    assert.strictEqual(r.code, 1, r.stdout + r.stderr)
+    assert.match(r.stdout, /FAIL {2}database: reachable; 5 migration\(s\) pending: run `janus migrate`/)
+
+    r = await janus(["migrate"], env)
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.match(r.stdout, /Applied 5 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
+    r = await janus(["migrate"], env)
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.match(r.stdout, /Database is up to date \(migration 5\)/)
+
+    r = await janus(["doctor"], { ...env, REDIS_URL: "redis://127.0.0.1:1" })
+    assert.strictEqual(r.code, 1)
+    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(5\)/)
+    assert.match(r.stdout, /ok {4}master key: JANUS_MASTER_KEY valid/)
+    assert.match(r.stdout, /FAIL {2}redis: REDIS_URL not usable/)
+    assert.match(r.stdout, /skip {2}egress: no connections/)
+
+    if (await StorageTesting.requireRedis()) {
+      r = await janus(["doctor"], { ...env, REDIS_URL: StorageTesting.redisUrl() })
+      assert.strictEqual(r.code, 0, r.stdout + r.stderr)
+      assert.match(r.stdout, /ok {4}redis: reachable/)
+      assert.match(r.stdout, /All checks passed\./)
+    }
+
+    const down = new URL(url)
+    down.port = String(await freePort())
+    r = await janus(["doctor", "--json"], { ...env, DATABASE_URL: down.toString() })
+    assert.strictEqual(r.code, 1)
+    const report = JSON.parse(r.stdout) as {
+      ok: boolean
+      checks: Array<{ check: string; verdict: string; detail: string }>
+    }
+    assert.isFalse(report.ok)
+    const db = report.checks.find((c) => c.check === "database")!
+    assert.strictEqual(db.verdict, "FAIL")
+    assert.match(db.detail, /not reachable: .*check DATABASE_URL/)
+    for (const o of [r.stdout, r.stderr]) assert.notInclude(o, key)
+  }, 90_000)
+})
