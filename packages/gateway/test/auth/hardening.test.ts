@@ -68,11 +68,9 @@ describe("Hardening", () => {
         Hardening.tooDeepMessage(),
         "The request body nests arrays and objects more than 64 levels deep; send a flatter message"
       )
-      // One pass over a 1 MiB body.
+      // a 1 MiB body of shallow nesting is accepted (its cost belongs in a benchmark, not here)
       const big = JSON.stringify({ items: Array.from({ length: 40_000 }, (_, i) => ({ id: i, tags: ["a", "b"] })) })
-      const start = performance.now()
       assert.isFalse(Hardening.exceedsDepth(big))
-      assert.isBelow(performance.now() - start, 50)
     }))
 
   it.effect("Node server: headers beyond maxHeaderSize get 431 before any handler runs", () =>

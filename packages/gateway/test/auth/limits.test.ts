@@ -7,7 +7,6 @@ import { ClientTokens } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
 import { Duration, Effect, Metric, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { performance } from "node:perf_hooks"
 import { AuthHeaders, Limits } from "../../src/auth/index.ts"
 import { admission, admitted, count, refusal, request, unique } from "./support.ts"
 
@@ -129,20 +128,6 @@ describe("Admission limits (memory store)", () => {
         for (let i = 0; i < 10; i++) yield* take("busy")
         const [remaining] = yield* take("busy")
         assert.strictEqual(remaining, -1)
-      }))
-
-    it.effect("hot path: admitting a cached client token takes well under 1 ms", () =>
-      Effect.gen(function*() {
-        const admit = yield* admission({ identityLimit: { rate: 1e9, burst: 1e9 }, ipLimit: { rate: 1e9, burst: 1e9 } })
-        const secret = yield* token
-        const req = request({ token: secret })
-        for (let i = 0; i < 500; i++) yield* admit.admit(req)
-        const n = 5_000
-        const start = performance.now()
-        for (let i = 0; i < n; i++) yield* admit.admit(req)
-        const meanMs = (performance.now() - start) / n
-        console.log(`admit: ${(meanMs * 1_000).toFixed(1)} µs per request`)
-        assert.isBelow(meanMs, 1)
       }))
   })
 })
