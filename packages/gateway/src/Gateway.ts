@@ -1,8 +1,9 @@
 /**
  * The whole gateway as Layers: routes, the services behind them, the HTTP
- * server, and the storage they run on. `bin.ts` launches `layer`; tests
- * compose `routes` + `services` with a test server and an in-memory storage
- * (see `testing.ts`).
+ * server, and the storage they run on. `layerOn` is the one composition:
+ * `bin.ts` launches `layer` (the configured server and storage), and
+ * `testing.ts` runs the same composition on a loopback test server over
+ * in-memory PGlite.
  *
  * @since 0.1.0
  */
@@ -24,6 +25,7 @@ import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
+import { CurrentRequestId } from "./observability/HttpObservability.ts"
 import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
 import { OpenApiImporter } from "./openapi/index.ts"
 import { Redactor } from "./redaction/index.ts"
@@ -41,7 +43,9 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
   return EventStream.routes((request) =>
     auth.authenticate(request).pipe(
       Effect.as(undefined),
-      Effect.catch((problem) => Effect.succeed(Problem.toResponse(problem, "events")))
+      Effect.catch((problem) =>
+        Effect.map(Effect.service(CurrentRequestId), (id) => Problem.toResponse(problem, id ?? "events"))
+      )
     )
   )
 })).pipe(Layer.provide(AdminAuth.layer))
