@@ -1,0 +1,339 @@
+/**
+ * Issue #7: the official conformance scenarios `tools-call-*` and
+ * `input-required-result-*` run through Janus against real upstreams written
+ * with the official SDKs (`./conformance-upstream.ts`) report no FAILURE that
+ * the upstream alone does not.
+ *
+ * Each scenario runs twice: (i) against the upstream's own URL, (ii) against
+ * `/servers/conformance/mcp` of a whole Janus instance (`GatewayTesting.layer()`)
+ * whose virtual server `conformance` holds `conf/*` and `conf2/*`:
+ * - `tools-call-*`: `@modelcontextprotocol/conformance` 0.1.16 (the pinned
+ *   release, revision 2025-11-25) against the SDK v1 upstream `conf`;
+ * - `input-required-result-*`: conformance-next (0.2.0-alpha.12) at 2026-07-28
+ *   against the SDK v2 upstream `conf2`.
+ *
+ * The suite calls tools by bare names (`test_simple_text`), so the
+ * connections' tool prefix is empty (SPEC: none is allowed inside a virtual
+ * server when names are unique). Storage has no `tool_prefix` column yet and
+ * `GatewayTesting.layer()` takes no federation options, so the prefix is given
+ * the way the federated catalog reads a stored one: as `toolPrefix` on the
+ * connection in the config snapshot.
+ *
+ * Still failing through Janus only: three `tools-call-*` scenarios
+ * ({@link KNOWN_GAPS}) and one `input-required-result-*` scenario
+ * ({@link MODERN_KNOWN_GAPS}); non-tool-request fails alone too
+ * ({@link MODERN_BASELINE}). Not run: the 2026-07-28 runs of
+ * `tools-call-*` (the v1 upstream does not speak that revision, so "the
+ * upstream alone" is no baseline).
+ */
+import { assert, layer } from "@effect/vitest"
+import { ConfigCache, type ConfigSnapshot, Connections, VirtualServers } from "@janus/storage"
+import * as StorageTesting from "@janus/storage/testing"
+import { Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { execFile } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import * as GatewayTesting from "../../src/testing.ts"
+import * as ConformanceUpstream from "./conformance-upstream.ts"
+import { waitUntil } from "./support.ts"
+
+const require = createRequire(import.meta.url)
+const cliOf = (pkg: string) => join(dirname(require.resolve(`${pkg}/package.json`)), "dist", "index.js")
+const STABLE = cliOf("@modelcontextprotocol/conformance")
+const NEXT = cliOf("conformance-next")
+
+interface Check {
+  readonly id: string
+  readonly status: "SUCCESS" | "FAILURE" | "WARNING" | "SKIPPED" | "INFO"
+  readonly errorMessage?: string
+}
+
+interface Run {
+  readonly target: string
+  readonly scenario: string
+  readonly checks: ReadonlyArray<Check>
+  readonly output: string
+}
+
+const findChecks = (dir: string): string | undefined => {
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry)
+    if (statSync(path).isDirectory()) {
+      const found = findChecks(path)
+      if (found !== undefined) return found
+    } else if (entry === "checks.json") return path
+  }
+  return undefined
+}
+
+const run = (target: string, url: string, scenario: string, next = false) =>
+  Effect.promise(() =>
+    new Promise<Run>((resolve) => {
+      const out = mkdtempSync(join(tmpdir(), "mcp-fed-conformance-"))
+      const args = [next ? NEXT : STABLE, "server", "--url", url, "--scenario", scenario, "-o", out]
+      if (next) args.push("--spec-version", "2026-07-28")
+      execFile(process.execPath, args, { timeout: 60_000 }, (_error, stdout, stderr) => {
+        const file = findChecks(out)
+        const checks: ReadonlyArray<Check> = file === undefined ? [] : JSON.parse(readFileSync(file, "utf8"))
+        rmSync(out, { recursive: true, force: true })
+        resolve({ target, scenario, checks, output: stdout + stderr })
+      })
+    })
+  )
+
+const summarize = (result: Run): string => {
+  const count = (status: Check["status"]) => result.checks.filter((check) => check.status === status).length
+  return `${result.target} ${result.scenario}: ${count("SUCCESS")} passed, ${count("FAILURE")} failed, ` +
+    `${count("WARNING")} warnings, ${count("SKIPPED")} skipped`
+}
+
+/**
+ * Every FAILURE through Janus also fails against the upstream alone, except
+ * `knownGaps` (asserted to still fail through Janus only); the upstream alone
+ * passes every scenario of `baseline` (so the comparison is not vacuous).
+ */
+const compare = (
+  runs: ReadonlyArray<Run>,
+  scenarios: ReadonlyArray<string>,
+  baseline: ReadonlyArray<string>,
+  knownGaps: ReadonlyArray<string>
+) => {
+  const regressions: Array<string> = []
+  for (const r of runs) {
+    for (const c of r.checks) {
+      if (c.status === "FAILURE") console.log(`  ${r.target} ${r.scenario} FAILURE ${c.id}: ${c.errorMessage}`)
+    }
+  }
+  for (const scenario of scenarios) {
+    const alone = runs.find((r) => r.target === "upstream" && r.scenario === scenario)!
+    const through = runs.find((r) => r.target === "janus" && r.scenario === scenario)!
+    assert.isAbove(alone.checks.length, 0, `${summarize(alone)}\n${alone.output}`)
+    assert.isAbove(through.checks.length, 0, `${summarize(through)}\n${through.output}`)
+    const failed = new Set(alone.checks.filter((c) => c.status === "FAILURE").map((c) => c.id))
+    if (baseline.includes(scenario)) assert.strictEqual(failed.size, 0, `${summarize(alone)}\n${alone.output}`)
+    const extra = through.checks.filter((c) => c.status === "FAILURE" && !failed.has(c.id))
+    if (knownGaps.includes(scenario)) {
+      assert.isAbove(extra.length, 0, `${summarize(through)}: passes now; drop it from the known gaps`)
+      continue
+    }
+    for (const check of extra) regressions.push(`${scenario} ${check.id}: ${check.errorMessage}`)
+  }
+  assert.deepStrictEqual(regressions, [])
+}
+
+/** Every `tools-call-*` scenario of 0.1.16 (revisions 2025-06-18 and 2025-11-25). */
+const scenarios = [
+  "tools-call-simple-text",
+  "tools-call-image",
+  "tools-call-audio",
+  "tools-call-embedded-resource",
+  "tools-call-mixed-content",
+  "tools-call-with-logging",
+  "tools-call-error",
+  "tools-call-with-progress",
+  "tools-call-sampling",
+  "tools-call-elicitation"
+]
+
+/**
+ * Failures through Janus that the upstream alone does not report: gaps in
+ * `src` (out of this test's scope), asserted to still fail so that fixing one
+ * makes this list shrink.
+ * - with-logging: Janus's MCP endpoint answers `logging/setLevel` with -32601
+ *   (the suite sends it before the call); and upstream log messages are not
+ *   relayed to the client either (no transport provides `UpstreamRelay` hooks,
+ *   so `notifications/message` is only logged by the gateway).
+ * - sampling, elicitation: no transport provides `UpstreamRelay` hooks
+ *   (`src/federation/Relay.ts`), so the upstream's `sampling/createMessage`
+ *   is refused (-32601) and `elicitation/create` declined without the client
+ *   being asked, although the client declared both capabilities.
+ */
+export const KNOWN_GAPS: ReadonlyArray<string> = [
+  "tools-call-with-logging",
+  "tools-call-sampling",
+  "tools-call-elicitation"
+]
+
+/** The `input-required-result-*` scenarios of conformance-next (2026-07-28 only). */
+const modernScenarios = [
+  "input-required-result-basic-elicitation",
+  "input-required-result-basic-sampling",
+  "input-required-result-basic-list-roots",
+  "input-required-result-request-state",
+  "input-required-result-multiple-input-requests",
+  "input-required-result-multi-round",
+  "input-required-result-missing-input-response",
+  "input-required-result-non-tool-request",
+  "input-required-result-result-type",
+  "input-required-result-unsupported-methods",
+  "input-required-result-tampered-state",
+  "input-required-result-capability-check",
+  "input-required-result-ignore-extra-params",
+  "input-required-result-validate-input"
+]
+
+/**
+ * The scenarios whose tools the v2 upstream implements (it passes them
+ * alone): all but non-tool-request, which calls `prompts/get` on
+ * `test_input_required_result_prompt` (a prompt; the upstream has none and
+ * Janus serves no prompts), so it fails alone and through Janus alike.
+ */
+const MODERN_BASELINE = modernScenarios.filter((s) => s !== "input-required-result-non-tool-request")
+
+/**
+ * capability-check: the client declares only `sampling`; the upstream alone
+ * then asks for sampling only. Through Janus the upstream sees Janus's own
+ * client capabilities (the caller's are not forwarded), asks for elicitation
+ * too, and Janus answers the client with error -32021 "needs client capabilities
+ * the request did not declare (elicitation)" (src/mcp/Dispatcher.ts).
+ */
+export const MODERN_KNOWN_GAPS: ReadonlyArray<string> = ["input-required-result-capability-check"]
+
+class ModernUpstream extends Context.Service<ModernUpstream, ConformanceUpstream.ConformanceUpstream>()(
+  "test/federation/ConformanceModernUpstream"
+) {}
+
+const ModernUpstreamLive = Layer.effect(
+  ModernUpstream,
+  Effect.acquireRelease(Effect.promise(ConformanceUpstream.startModern), (u) => Effect.promise(() => u.stop()))
+)
+
+class Upstream extends Context.Service<Upstream, ConformanceUpstream.ConformanceUpstream>()(
+  "test/federation/ConformanceUpstream"
+) {}
+
+const UpstreamLive = Layer.effect(
+  Upstream,
+  Effect.acquireRelease(Effect.promise(ConformanceUpstream.start), (u) => Effect.promise(() => u.stop()))
+)
+
+/** The stored-prefix hook: mcp connections of the snapshot carry `toolPrefix: ""`. */
+const withEmptyPrefix = (snapshot: ConfigSnapshot): ConfigSnapshot => {
+  const connections = snapshot.connections.map((c) => c.kind === "mcp" ? { ...c, toolPrefix: "" } : c)
+  return {
+    ...snapshot,
+    connections,
+    connectionById: new Map(connections.map((c) => [c.id, c])),
+    connectionByName: new Map(connections.map((c) => [c.name, c]))
+  }
+}
+
+const memo = new WeakMap<ConfigSnapshot, ConfigSnapshot>()
+const emptyPrefix = (cache: ConfigCache["Service"]): ConfigCache["Service"] => ({
+  ...cache,
+  snapshot: Effect.map(cache.snapshot, (snapshot) => {
+    const cached = memo.get(snapshot)
+    if (cached !== undefined) return cached
+    const mapped = withEmptyPrefix(snapshot)
+    memo.set(snapshot, mapped)
+    return mapped
+  })
+})
+
+const Storage = StorageTesting.layerMemory().pipe(
+  Layer.flatMap((context) =>
+    Layer.succeedContext(Context.add(context, ConfigCache, emptyPrefix(Context.get(context, ConfigCache))))
+  )
+)
+
+const Seed = Layer.effectDiscard(Effect.gen(function*() {
+  const upstream = yield* Upstream
+  yield* (yield* Connections).create({
+    kind: "mcp",
+    name: "conf",
+    url: upstream.url,
+    transport: "streamable-http",
+    egressAllowList: ["127.0.0.1"],
+    timeoutMs: 20_000
+  })
+  yield* (yield* Connections).create({
+    kind: "mcp",
+    name: "conf2",
+    url: (yield* ModernUpstream).url,
+    transport: "streamable-http",
+    egressAllowList: ["127.0.0.1"],
+    timeoutMs: 20_000
+  })
+  yield* (yield* VirtualServers).create({ name: "conformance", tools: ["conf/*", "conf2/*"] })
+}))
+
+const TestLayer = Seed.pipe(
+  Layer.provideMerge(GatewayTesting.layer({ storage: Storage })),
+  Layer.provideMerge(Layer.merge(UpstreamLive, ModernUpstreamLive))
+)
+
+const janusUrl = HttpServer.addressFormattedWith((base) =>
+  Effect.succeed(new URL("/servers/conformance/mcp", base).href)
+)
+
+const listedNames = (url: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/list"
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/list",
+        params: {
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+          }
+        }
+      })
+    })
+    const text = await response.text()
+    return [...text.matchAll(/"name":"([^"]+)"/g)].map((m) => m[1])
+  })
+
+layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("conformance through Janus (issue #7)", (it) => {
+  it.effect(
+    "tools-call-*: no FAILURE through Janus that the upstream alone does not report",
+    () =>
+      Effect.gen(function*() {
+        const upstream = yield* Upstream
+        const url = yield* janusUrl
+        // the virtual server lists the upstream's tools under their bare names once federation has listed them
+        yield* waitUntil(Effect.map(listedNames(url), (names) => names.includes("test_simple_text")), "federated tools")
+        const runs = yield* Effect.all(
+          scenarios.flatMap((scenario) => [run("upstream", upstream.url, scenario), run("janus", url, scenario)]),
+          { concurrency: 6 }
+        )
+        console.log(runs.map(summarize).join("\n"))
+        compare(runs, scenarios, scenarios, KNOWN_GAPS)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.effect(
+    "input-required-result-*: no FAILURE through Janus that the upstream alone does not report",
+    () =>
+      Effect.gen(function*() {
+        const upstream = yield* ModernUpstream
+        const url = yield* janusUrl
+        yield* waitUntil(
+          Effect.map(listedNames(url), (names) => names.includes("test_input_required_result_elicitation")),
+          "federated tools"
+        )
+        const runs = yield* Effect.all(
+          modernScenarios.flatMap((scenario) => [
+            run("upstream", upstream.url, scenario, true),
+            run("janus", url, scenario, true)
+          ]),
+          { concurrency: 6 }
+        )
+        console.log(runs.map(summarize).join("\n"))
+        compare(runs, modernScenarios, MODERN_BASELINE, MODERN_KNOWN_GAPS)
+      }),
+    { timeout: 120_000 }
+  )
+})
