@@ -31,64 +31,10 @@ import { ConfigCache, type ConfigSnapshot, Connections, VirtualServers } from "@
 import * as StorageTesting from "@janus/storage/testing"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { execFile } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
-import { createRequire } from "node:module"
-import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
 import * as GatewayTesting from "../../src/testing.ts"
+import { NEXT, type Run, run, STABLE, summarize } from "../support/Conformance.ts"
 import * as ConformanceUpstream from "./conformance-upstream.ts"
 import { waitUntil } from "./support.ts"
-
-const require = createRequire(import.meta.url)
-const cliOf = (pkg: string) => join(dirname(require.resolve(`${pkg}/package.json`)), "dist", "index.js")
-const STABLE = cliOf("@modelcontextprotocol/conformance")
-const NEXT = cliOf("conformance-next")
-
-interface Check {
-  readonly id: string
-  readonly status: "SUCCESS" | "FAILURE" | "WARNING" | "SKIPPED" | "INFO"
-  readonly errorMessage?: string
-}
-
-interface Run {
-  readonly target: string
-  readonly scenario: string
-  readonly checks: ReadonlyArray<Check>
-  readonly output: string
-}
-
-const findChecks = (dir: string): string | undefined => {
-  for (const entry of readdirSync(dir)) {
-    const path = join(dir, entry)
-    if (statSync(path).isDirectory()) {
-      const found = findChecks(path)
-      if (found !== undefined) return found
-    } else if (entry === "checks.json") return path
-  }
-  return undefined
-}
-
-const run = (target: string, url: string, scenario: string, next = false) =>
-  Effect.promise(() =>
-    new Promise<Run>((resolve) => {
-      const out = mkdtempSync(join(tmpdir(), "mcp-fed-conformance-"))
-      const args = [next ? NEXT : STABLE, "server", "--url", url, "--scenario", scenario, "-o", out]
-      if (next) args.push("--spec-version", "2026-07-28")
-      execFile(process.execPath, args, { timeout: 60_000 }, (_error, stdout, stderr) => {
-        const file = findChecks(out)
-        const checks: ReadonlyArray<Check> = file === undefined ? [] : JSON.parse(readFileSync(file, "utf8"))
-        rmSync(out, { recursive: true, force: true })
-        resolve({ target, scenario, checks, output: stdout + stderr })
-      })
-    })
-  )
-
-const summarize = (result: Run): string => {
-  const count = (status: Check["status"]) => result.checks.filter((check) => check.status === status).length
-  return `${result.target} ${result.scenario}: ${count("SUCCESS")} passed, ${count("FAILURE")} failed, ` +
-    `${count("WARNING")} warnings, ${count("SKIPPED")} skipped`
-}
 
 /**
  * Every FAILURE through Janus also fails against the upstream alone, except
@@ -104,12 +50,12 @@ const compare = (
   const regressions: Array<string> = []
   for (const r of runs) {
     for (const c of r.checks) {
-      if (c.status === "FAILURE") console.log(`  ${r.target} ${r.scenario} FAILURE ${c.id}: ${c.errorMessage}`)
+      if (c.status === "FAILURE") console.log(`  ${r.label} ${r.scenario} FAILURE ${c.id}: ${c.errorMessage}`)
     }
   }
   for (const scenario of scenarios) {
-    const alone = runs.find((r) => r.target === "upstream" && r.scenario === scenario)!
-    const through = runs.find((r) => r.target === "janus" && r.scenario === scenario)!
+    const alone = runs.find((r) => r.label === "upstream" && r.scenario === scenario)!
+    const through = runs.find((r) => r.label === "janus" && r.scenario === scenario)!
     assert.isAbove(alone.checks.length, 0, `${summarize(alone)}\n${alone.output}`)
     assert.isAbove(through.checks.length, 0, `${summarize(through)}\n${through.output}`)
     const failed = new Set(alone.checks.filter((c) => c.status === "FAILURE").map((c) => c.id))
@@ -305,7 +251,9 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("conformance t
         // the virtual server lists the upstream's tools under their bare names once federation has listed them
         yield* waitUntil(Effect.map(listedNames(url), (names) => names.includes("test_simple_text")), "federated tools")
         const runs = yield* Effect.all(
-          scenarios.flatMap((scenario) => [run("upstream", upstream.url, scenario), run("janus", url, scenario)]),
+          scenarios.flatMap((
+            scenario
+          ) => [run("upstream", STABLE, upstream.url, scenario), run("janus", STABLE, url, scenario)]),
           { concurrency: 6 }
         )
         console.log(runs.map(summarize).join("\n"))
@@ -326,8 +274,8 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("conformance t
         )
         const runs = yield* Effect.all(
           modernScenarios.flatMap((scenario) => [
-            run("upstream", upstream.url, scenario, true),
-            run("janus", url, scenario, true)
+            run("upstream", NEXT, upstream.url, scenario, "2026-07-28"),
+            run("janus", NEXT, url, scenario, "2026-07-28")
           ]),
           { concurrency: 6 }
         )

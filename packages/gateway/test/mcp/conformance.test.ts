@@ -11,59 +11,10 @@
 import { assert, layer } from "@effect/vitest"
 import { Connections, Endpoints } from "@janus/storage"
 import { Effect, Layer } from "effect"
-import { execFile } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
-import { createRequire } from "node:module"
-import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
 import * as GatewayTesting from "../../src/testing.ts"
+import { NEXT, run, STABLE, summarize } from "../support/Conformance.ts"
 import * as Downstream from "../support/Downstream.ts"
 import { mcpUrl, serverLayer } from "./fixtures.ts"
-
-const require = createRequire(import.meta.url)
-const cliOf = (pkg: string) => join(dirname(require.resolve(`${pkg}/package.json`)), "dist", "index.js")
-const STABLE = cliOf("@modelcontextprotocol/conformance")
-const NEXT = cliOf("conformance-next")
-
-interface Check {
-  readonly id: string
-  readonly status: "SUCCESS" | "FAILURE" | "WARNING" | "SKIPPED" | "INFO"
-  readonly errorMessage?: string
-}
-
-interface Run {
-  readonly suite: string
-  readonly scenario: string
-  readonly specVersion: string | undefined
-  readonly checks: ReadonlyArray<Check>
-  readonly output: string
-}
-
-const findChecks = (dir: string): string | undefined => {
-  for (const entry of readdirSync(dir)) {
-    const path = join(dir, entry)
-    if (statSync(path).isDirectory()) {
-      const found = findChecks(path)
-      if (found !== undefined) return found
-    } else if (entry === "checks.json") return path
-  }
-  return undefined
-}
-
-const run = (suite: string, cli: string, url: string, scenario: string, specVersion?: string) =>
-  Effect.promise(() =>
-    new Promise<Run>((resolve) => {
-      const out = mkdtempSync(join(tmpdir(), "mcp-conformance-"))
-      const args = [cli, "server", "--url", url, "--scenario", scenario, "-o", out]
-      if (specVersion !== undefined) args.push("--spec-version", specVersion)
-      execFile(process.execPath, args, { timeout: 90_000 }, (_error, stdout, stderr) => {
-        const file = findChecks(out)
-        const checks: ReadonlyArray<Check> = file === undefined ? [] : JSON.parse(readFileSync(file, "utf8"))
-        rmSync(out, { recursive: true, force: true })
-        resolve({ suite, scenario, specVersion, checks, output: stdout + stderr })
-      })
-    })
-  )
 
 const seedPets = Effect.gen(function*() {
   const downstream = yield* Downstream.Downstream
@@ -97,12 +48,6 @@ const seedPets = Effect.gen(function*() {
     }
   })
 })
-
-const summarize = (result: Run): string => {
-  const count = (status: Check["status"]) => result.checks.filter((check) => check.status === status).length
-  return `${result.suite} ${result.scenario}${result.specVersion === undefined ? "" : ` @${result.specVersion}`}: ` +
-    `${count("SUCCESS")} passed, ${count("FAILURE")} failed, ${count("WARNING")} warnings, ${count("SKIPPED")} skipped`
-}
 
 const stableScenarios = [
   "server-initialize",
