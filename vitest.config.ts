@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config"
 // packages/storage/src/testing/Services.ts.
 export default defineConfig({
   test: {
-    projects: ["packages/storage", "packages/sse", "packages/gateway", "deploy"].map((dir) => ({
+    projects: ["packages/storage", "packages/sse", "packages/studio", "packages/gateway", "deploy"].map((dir) => ({
       extends: true,
       test: {
         name: dir.split("/").pop()!,

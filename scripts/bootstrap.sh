@@ -5,8 +5,10 @@
 # an older Node and npm. This script installs, only when missing:
 #   1. Node.js 24 (the npm registry's `node` package) when the system Node is older;
 #   2. pnpm at the version pinned in package.json's `packageManager`;
-#   3. the workspace's dependencies (pnpm install --frozen-lockfile).
-# A second run finds all three in place and installs nothing.
+#   3. the workspace's dependencies (pnpm install --frozen-lockfile);
+#   4. Studio's build (packages/studio/dist), when it is missing or older than
+#      its sources: the gateway serves it at / and the tests drive it.
+# A second run finds all four in place and installs or builds nothing.
 set -eu
 
 root=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
@@ -52,6 +54,14 @@ export PATH
 if ! cmp -s pnpm-lock.yaml node_modules/.pnpm/lock.yaml; then
   say "installing dependencies"
   pnpm install --frozen-lockfile --reporter=append-only >&2
+fi
+
+# 4. Studio: dist/ is git-ignored, so a fresh clone builds it here.
+studio=packages/studio
+if [ ! -f "$studio/dist/index.html" ] || [ -n "$(find "$studio/src" "$studio/index.html" "$studio/vite.config.ts" \
+  "$studio/package.json" pnpm-lock.yaml -newer "$studio/dist/index.html" -print 2>/dev/null | head -n 1)" ]; then
+  say "building Studio (packages/studio/dist)"
+  pnpm --filter @janus/studio run build >&2
 fi
 
 [ "$#" -gt 0 ] || exit 0

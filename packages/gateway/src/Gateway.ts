@@ -24,6 +24,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
+import * as Studio from "./http/Studio.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
 import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
@@ -63,6 +64,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
       return Layer.mergeAll(
         HealthRoutes,
         EventRoutes,
+        // the admin UI at `/`: the router's fallback, so every route above keeps precedence
+        Studio.routes(),
         AdminApiRoutes,
         McpHttp.layer(options),
         // virtual servers: one mount for all, the server taken from the route per request

@@ -3,7 +3,7 @@
  *
  * `AdminApiRoutes` adds every admin route to the `HttpRouter`:
  * connections, endpoints, virtual servers, client tokens, admin tokens and
- * secrets (write-only). It needs the storage repositories; OAuth
+ * secrets (write-only), and the effective configuration. It needs the storage repositories; OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
  * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
  * `GET /api/v1/events` (mounted by the lead).
@@ -34,10 +34,12 @@ import type {
 } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
+import type { JanusConfig } from "../config/JanusConfig.ts"
 import type { OpenApiImporter } from "../openapi/index.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import { AuditRoutes } from "./Audit.ts"
+import { ConfigRoutes } from "./Config.ts"
 import { ConnectionRoutes } from "./Connections.ts"
 import { EndpointRoutes } from "./Endpoints.ts"
 import { OpenApiRoutes } from "./OpenApi.ts"
@@ -64,8 +66,10 @@ export const AdminApiRoutes: Layer.Layer<
   | Secrets
   | AuditLog
   | OpenApiImporter
+  | JanusConfig
 > = Layer.mergeAll(
   AuditRoutes,
+  ConfigRoutes,
   ConnectionRoutes,
   EndpointRoutes,
   VirtualServerRoutes,

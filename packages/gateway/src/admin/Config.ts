@@ -1,0 +1,42 @@
+/**
+ * `GET /api/v1/config`: the effective configuration, for Studio's settings
+ * page.
+ *
+ * **Rules**
+ *
+ * - Every variable of `JanusConfig` is listed with the value in force
+ *   (defaults included), so an operator sees what the process runs with.
+ * - A secret variable (`JANUS_MASTER_KEY`, `DATABASE_URL`, `REDIS_URL`, ...)
+ *   is never shown: only whether it is set.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { JanusConfig, VARIABLES } from "../config/JanusConfig.ts"
+import { AdminRouter } from "./AdminRouter.ts"
+
+/** A setting as shown: secrets masked, options unwrapped, durations and lists readable. */
+export const display = (value: unknown, secret: boolean): string | number | boolean | null => {
+  if (Option.isOption(value)) return Option.isNone(value) ? null : display(value.value, secret)
+  if (secret) return Array.isArray(value) && value.length === 0 ? null : "(set, hidden)"
+  if (Redacted.isRedacted(value)) return "(set, hidden)"
+  if (Duration.isDuration(value)) return Duration.format(value)
+  if (Array.isArray(value)) return value.map((v) => String(v)).join(", ")
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return value
+  return String(value)
+}
+
+export const ConfigRoutes: Layer.Layer<never, never, AdminRouter | JanusConfig> = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const router = yield* AdminRouter
+    const config = yield* JanusConfig
+    const settings = Object.fromEntries(
+      Object.entries(VARIABLES).map(([name, variable]) => [
+        name,
+        display(config[name as keyof typeof VARIABLES], variable.secret === true)
+      ])
+    )
+    yield* router.add("GET", "/config", Effect.succeed(HttpServerResponse.jsonUnsafe({ settings })))
+  })
+)

@@ -1,0 +1,57 @@
+/** A uPlot time-series chart (bundled; no CDN), redrawn in place when its data changes. */
+import { useEffect, useRef } from "preact/hooks"
+import uPlot from "uplot"
+import "uplot/dist/uPlot.min.css"
+
+export interface SeriesSpec {
+  readonly label: string
+  readonly stroke: string
+  readonly fill?: string
+}
+
+export const Chart = (
+  props: { title: string; series: ReadonlyArray<SeriesSpec>; data: uPlot.AlignedData; unit?: string; height?: number }
+) => {
+  const host = useRef<HTMLDivElement>(null)
+  const plot = useRef<uPlot | null>(null)
+  useEffect(() => {
+    const el = host.current!
+    const width = Math.max(280, el.clientWidth || 480)
+    plot.current = new uPlot(
+      {
+        width,
+        height: props.height ?? 180,
+        series: [
+          {},
+          ...props.series.map((s) => ({
+            label: s.label,
+            stroke: s.stroke,
+            width: 2,
+            ...(s.fill === undefined ? {} : { fill: s.fill })
+          }))
+        ],
+        axes: [{}, { label: props.unit ?? "" }],
+        legend: { show: true },
+        cursor: { drag: { x: false, y: false } }
+      },
+      props.data,
+      el
+    )
+    const resize = () => plot.current?.setSize({ width: Math.max(280, el.clientWidth), height: props.height ?? 180 })
+    addEventListener("resize", resize)
+    return () => {
+      removeEventListener("resize", resize)
+      plot.current?.destroy()
+      plot.current = null
+    }
+  }, [])
+  useEffect(() => {
+    plot.current?.setData(props.data)
+  }, [props.data])
+  return (
+    <figure class="chart">
+      <figcaption>{props.title}</figcaption>
+      <div ref={host} role="img" aria-label={props.title} />
+    </figure>
+  )
+}

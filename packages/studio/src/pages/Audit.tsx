@@ -1,0 +1,121 @@
+/**
+ * Audit: filters, keyset pages (the API's cursor), and a live tail that
+ * prepends matching `calls` events as they arrive (no polling).
+ */
+import { useEffect, useState } from "preact/hooks"
+import { request } from "../api.ts"
+import { onCall } from "../store.ts"
+import { CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
+
+const OUTCOMES = ["", "ok", "error", "denied", "rate_limited", "shed", "breaker_open", "timeout"]
+const TAIL_MAX = 200
+
+interface Filters {
+  tool: string
+  outcome: string
+  identity: string
+  connection: string
+}
+
+const matches = (f: Filters, r: any) =>
+  (f.tool === "" || r.tool === f.tool) && (f.outcome === "" || r.outcome === f.outcome) &&
+  (f.identity === "" || r.identity === f.identity) && (f.connection === "" || r.connection === f.connection)
+
+export const Audit = () => {
+  const [filters, setFilters] = useState<Filters>({ tool: "", outcome: "", identity: "", connection: "" })
+  const [applied, setApplied] = useState(filters)
+  const [rows, setRows] = useState<Array<any>>([])
+  const [tail, setTail] = useState<Array<any>>([])
+  const [cursors, setCursors] = useState<Array<string | null>>([null])
+  const [next, setNext] = useState<string | null>(null)
+  const [live, setLive] = useState(true)
+  const action = useAction()
+
+  const load = async (f: Filters, cursor: string | null) => {
+    const q = new URLSearchParams({ limit: "25" })
+    for (const [k, v] of Object.entries(f)) if (v !== "") q.set(k, v)
+    if (cursor !== null) q.set("cursor", cursor)
+    const page = await action.run(() => request<{ items: Array<any>; nextCursor: string | null }>("GET", `audit?${q}`))
+    if (page !== undefined) {
+      setRows(page.items)
+      setNext(page.nextCursor)
+    }
+  }
+  useEffect(() => {
+    void load(applied, cursors[cursors.length - 1]!)
+  }, [applied, cursors])
+  useEffect(() => {
+    if (!live) return
+    return onCall((data) => {
+      if (matches(applied, data)) setTail((t) => [data, ...t].slice(0, TAIL_MAX))
+    })
+  }, [live, applied])
+
+  const set = (k: keyof Filters) => (v: string) => setFilters({ ...filters, [k]: v })
+  const apply = (e: Event) => {
+    e.preventDefault()
+    setTail([])
+    setApplied(filters)
+    setCursors([null])
+  }
+  const firstPage = cursors.length === 1
+  const shown = firstPage ? [...tail, ...rows] : rows
+  return (
+    <Page title="Audit">
+      <form class="card" onSubmit={apply} aria-label="Audit filters">
+        <div class="grid">
+          <TextField label="Tool" value={filters.tool} onInput={set("tool")} />
+          <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
+          <TextField label="Identity" value={filters.identity} onInput={set("identity")} />
+          <TextField label="Connection" value={filters.connection} onInput={set("connection")} />
+        </div>
+        <div class="buttons">
+          <button type="submit">Apply filters</button>
+          <CheckField label="Live tail" checked={live} onChange={setLive} />
+        </div>
+      </form>
+      <ErrorBox error={action.error} />
+      <p class="hint" aria-live="polite">
+        {firstPage && live ? `Live: ${tail.length} new call(s) since this page loaded.` : ""}
+      </p>
+      <table data-testid="audit">
+        <thead>
+          <tr>
+            <th scope="col">Time</th>
+            <th scope="col">Tool</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Identity</th>
+            <th scope="col">Connection</th>
+            <th scope="col">Status</th>
+            <th scope="col">Duration</th>
+            <th scope="col">Bytes in/out</th>
+          </tr>
+        </thead>
+        <tbody>
+          {shown.map((r, i) => (
+            <tr key={`${r.id ?? "live"}-${i}`} class={r.id === undefined ? "live-row" : undefined}>
+              <td>{time(r.at)}</td>
+              <td>{r.tool}</td>
+              <td>
+                <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
+              </td>
+              <td>{r.identity}</td>
+              <td>{r.connection ?? "—"}</td>
+              <td>{r.status ?? "—"}</td>
+              <td>{r.durationMs} ms</td>
+              <td>{r.bytesIn}/{r.bytesOut}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <nav class="buttons" aria-label="Audit pages">
+        <button type="button" class="secondary" disabled={firstPage} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" class="secondary" disabled={next === null} onClick={() => setCursors([...cursors, next])}>
+          Older
+        </button>
+      </nav>
+    </Page>
+  )
+}

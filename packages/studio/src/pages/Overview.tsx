@@ -1,0 +1,170 @@
+/** Overview: health, live call statistics from `calls` events, charts, breaker states. */
+import { useEffect, useMemo, useState } from "preact/hooks"
+import { listAll, request } from "../api.ts"
+import { parseBreakers } from "../breakers.ts"
+import { Chart } from "../Chart.tsx"
+import * as Stats from "../stats.ts"
+import { onCall, refresh, useResource } from "../store.ts"
+import { Page } from "../ui.tsx"
+
+const probe = async (path: string) => {
+  const response = await fetch(path, { cache: "no-store" })
+  const body = await response.json().catch(() => ({}))
+  return { ok: response.ok, status: response.status, detail: body.reason ?? body.status ?? "" }
+}
+
+// the stats outlive a page switch: they are fed by the one stream, not by this page
+let shared: Stats.Stats = Stats.empty
+let seeded = false
+const statListeners = new Set<() => void>()
+onCall((data) => {
+  if (!Stats.isCallEvent(data)) return
+  shared = Stats.add(shared, data, Date.now())
+  for (const l of statListeners) l()
+  // a failing call may have moved a breaker: refetch the breaker states, at most every 2 s
+  if (data.outcome !== "ok" && Date.now() - lastBreakerRefresh > 2000) {
+    lastBreakerRefresh = Date.now()
+    refresh("breakers")
+  }
+})
+let lastBreakerRefresh = 0
+/** Seeds the statistics from the audit log's latest records, once per sign-in. */
+const seed = async () => {
+  if (seeded) return
+  seeded = true
+  const since = new Date(Date.now() - Stats.WINDOW_SECONDS * 1000).toISOString()
+  const page = await request<{ items: Array<any> }>("GET", `audit?limit=500&from=${encodeURIComponent(since)}`)
+  for (const r of page.items.reverse()) {
+    if (Stats.isCallEvent(r)) shared = Stats.add(shared, r, Date.now())
+  }
+  for (const l of statListeners) l()
+}
+export const resetStats = () => {
+  shared = Stats.empty
+  seeded = false
+}
+
+const fmt = (n: number | undefined, digits = 1) => n === undefined ? "—" : n.toFixed(digits)
+
+export const Overview = () => {
+  const [stats, setStats] = useState(shared)
+  const [now, setNow] = useState(Date.now())
+  useEffect(() => {
+    const l = () => setStats(shared)
+    statListeners.add(l)
+    void seed().catch(() => undefined)
+    // the clock moves the window; no request is made
+    const tick = setInterval(() => setNow(Date.now()), 1000)
+    return () => {
+      statListeners.delete(l)
+      clearInterval(tick)
+    }
+  }, [])
+  const health = useResource("health", async () => ({ live: await probe("/healthz"), ready: await probe("/readyz") }))
+  const breakers = useResource("breakers", async () => {
+    const [text, connections] = await Promise.all([
+      fetch("/metrics", { cache: "no-store" }).then((r) => r.text()),
+      listAll<any>("connections")
+    ])
+    const states = new Map(parseBreakers(text).map((b) => [b.connection, b.state]))
+    return connections.map((c) => ({ name: c.name, kind: c.kind, state: states.get(c.name) ?? "closed" }))
+  })
+  const summary = Stats.summarize(stats, now)
+  const data = useMemo(() => Stats.series(stats, now), [stats, Math.floor(now / 1000)])
+  const tiles: Array<[string, string, string]> = [
+    ["calls-per-second", "Calls per second", fmt(summary.callsPerSecond, 2)],
+    ["error-rate", "Error rate", summary.errorRate === undefined ? "—" : `${(summary.errorRate * 100).toFixed(1)} %`],
+    ["p95", "p95 latency", summary.p95Ms === undefined ? "—" : `${summary.p95Ms} ms`],
+    ["total", `Calls (last ${Stats.WINDOW_SECONDS / 60} min)`, String(summary.total)],
+    ["shed", "Shed", String(summary.shed)],
+    ["rate-limited", "Rate limited", String(summary.rateLimited)],
+    ["breaker-open", "Breaker open", String(summary.breakerOpen)]
+  ]
+  return (
+    <Page title="Overview">
+      <div class="tiles" role="list">
+        <div class="tile" role="listitem">
+          <span class="tile-label">Health</span>
+          <span class="tile-value" data-testid="health">
+            {health.data === undefined
+              ? "…"
+              : health.data.ready.ok
+              ? "ready"
+              : `not ready: ${health.data.ready.detail}`}
+          </span>
+        </div>
+        {tiles.map(([id, label, value]) => (
+          <div class="tile" role="listitem" key={id}>
+            <span class="tile-label">{label}</span>
+            <span class="tile-value" data-testid={id}>{value}</span>
+          </div>
+        ))}
+      </div>
+      <div class="charts">
+        <Chart
+          title="Calls and errors per second"
+          unit="calls/s"
+          series={[{ label: "calls", stroke: "#2563eb", fill: "rgba(37,99,235,0.12)" }, {
+            label: "errors",
+            stroke: "#dc2626"
+          }]}
+          data={[data.x, data.calls, data.errors]}
+        />
+        <Chart
+          title="p95 latency per second"
+          unit="ms"
+          series={[{ label: "p95 ms", stroke: "#7c3aed" }]}
+          data={[data.x, data.p95]}
+        />
+      </div>
+      <div class="columns">
+        <div>
+          <h2>Top tools</h2>
+          {summary.topTools.length === 0 ? <p>No calls in the last five minutes.</p> : (
+            <table data-testid="top-tools">
+              <thead>
+                <tr>
+                  <th scope="col">Tool</th>
+                  <th scope="col">Calls</th>
+                </tr>
+              </thead>
+              <tbody>
+                {summary.topTools.map(([tool, n]) => (
+                  <tr key={tool}>
+                    <td>{tool}</td>
+                    <td>{n}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </div>
+        <div>
+          <h2>Circuit breakers</h2>
+          {breakers.data === undefined || breakers.data.length === 0 ? <p>No connections.</p> : (
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Connection</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Breaker</th>
+                </tr>
+              </thead>
+              <tbody>
+                {breakers.data.map((b) => (
+                  <tr key={b.name}>
+                    <td>{b.name}</td>
+                    <td>{b.kind}</td>
+                    <td>
+                      <span class={`badge ${b.state}`}>{b.state}</span>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </div>
+      </div>
+    </Page>
+  )
+}

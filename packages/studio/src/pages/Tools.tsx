@@ -1,0 +1,269 @@
+/**
+ * Tools: REST endpoints (create, delete) and every tool a client token sees
+ * (endpoints and federated upstream tools), with a "try it" form generated
+ * from the tool's input schema. A try goes through `/mcp` with a client
+ * token, i.e. the real hot path: it is limited, audited and shows up live.
+ */
+import { useState } from "preact/hooks"
+import { callTool, listAll, listTools, request } from "../api.ts"
+import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
+import { refresh, useResource } from "../store.ts"
+import { CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
+
+const CLIENT_TOKEN_KEY = "janus.studio.clientToken"
+
+const EndpointForm = (props: { connections: Array<any>; onDone: () => void }) => {
+  const rest = props.connections.filter((c) => c.kind === "rest")
+  const [connectionId, setConnectionId] = useState(rest[0]?.id ?? "")
+  const [name, setName] = useState("")
+  const [description, setDescription] = useState("")
+  const [method, setMethod] = useState("GET")
+  const [pathTemplate, setPath] = useState("/")
+  const [schema, setSchema] = useState("{\n  \"type\": \"object\",\n  \"properties\": {}\n}")
+  const [args, setArgs] = useState("{}")
+  const action = useAction()
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    const ok = await action.run(async () => {
+      const body = {
+        connectionId,
+        name,
+        description,
+        method,
+        pathTemplate,
+        inputSchema: JSON.parse(schema),
+        arguments: JSON.parse(args)
+      }
+      return request("POST", "endpoints", { body })
+    })
+    if (ok !== undefined) {
+      refresh("endpoints")
+      props.onDone()
+    }
+  }
+  return (
+    <form class="card" onSubmit={submit} aria-label="New endpoint">
+      <h2>New endpoint</h2>
+      <div class="grid">
+        <SelectField
+          label="Connection"
+          value={connectionId}
+          options={rest.map((c) => [c.id, c.name] as const)}
+          onChange={setConnectionId}
+        />
+        <TextField label="Tool name" value={name} onInput={setName} required />
+        <SelectField
+          label="Method"
+          value={method}
+          options={["GET", "POST", "PUT", "PATCH", "DELETE"]}
+          onChange={setMethod}
+        />
+        <TextField label="Path template" value={pathTemplate} onInput={setPath} required hint="e.g. /pets/{id}" />
+        <TextField label="Description" value={description} onInput={setDescription} />
+        <TextField
+          label="Input schema (JSON Schema)"
+          value={schema}
+          onInput={setSchema}
+          multiline
+        />
+        <TextField
+          label="Argument locations (JSON)"
+          value={args}
+          onInput={setArgs}
+          multiline
+          rows={3}
+          hint={"e.g. {\"id\": \"path\", \"q\": \"query\"}; others go to the query (GET) or the body"}
+        />
+      </div>
+      <ErrorBox error={action.error} />
+      <div class="buttons">
+        <button type="submit" disabled={action.busy || connectionId === ""}>Create endpoint</button>
+        <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
+      </div>
+    </form>
+  )
+}
+
+const FieldInput = (
+  props: {
+    field: Field
+    value: string | boolean | undefined
+    error?: string | undefined
+    set: (v: string | boolean) => void
+  }
+) => {
+  const { field } = props
+  const label = `${field.name}${field.description ? ` — ${field.description}` : ""}`
+  if (field.kind === "boolean") {
+    return <CheckField label={label} checked={props.value === true} onChange={props.set} />
+  }
+  if (field.kind === "enum") {
+    return (
+      <SelectField
+        label={label}
+        value={typeof props.value === "string" ? props.value : ""}
+        options={field.required ? field.options : ["", ...field.options]}
+        onChange={props.set}
+      />
+    )
+  }
+  return (
+    <TextField
+      label={label}
+      value={typeof props.value === "string" ? props.value : ""}
+      onInput={(v) => props.set(v)}
+      required={field.required}
+      type={field.kind === "number" || field.kind === "integer" ? "number" : "text"}
+      multiline={field.kind === "json"}
+      rows={3}
+      error={props.error}
+      hint={field.kind === "json" ? "JSON" : undefined}
+    />
+  )
+}
+
+const TryTool = (props: { tool: { name: string; inputSchema?: unknown }; token: string }) => {
+  const fields = fieldsOf(props.tool.inputSchema)
+  const [values, setValues] = useState<Values>({})
+  const [errors, setErrors] = useState<Record<string, string>>({})
+  const [result, setResult] = useState<unknown>(undefined)
+  const action = useAction()
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    const parsed = argumentsOf(fields, values)
+    if (!parsed.ok) {
+      setErrors({ ...parsed.errors })
+      return
+    }
+    setErrors({})
+    setResult(undefined)
+    const r = await action.run(() => callTool(props.token, props.tool.name, parsed.args))
+    if (r !== undefined) setResult(r)
+  }
+  return (
+    <form class="card" onSubmit={submit} aria-label={`Try ${props.tool.name}`}>
+      <h2>Try {props.tool.name}</h2>
+      {fields.map((f) => (
+        <FieldInput
+          key={f.name}
+          field={f}
+          value={values[f.name]}
+          error={errors[f.name]}
+          set={(v) => setValues({ ...values, [f.name]: v })}
+        />
+      ))}
+      <div class="buttons">
+        <button type="submit" disabled={action.busy}>Call {props.tool.name}</button>
+      </div>
+      <ErrorBox error={action.error} />
+      {result !== undefined && (
+        <div>
+          <h3>Result{(result as any)?.isError ? " (tool error)" : ""}</h3>
+          <pre data-testid="tool-result" tabIndex={0}>{JSON.stringify(result, null, 2)}</pre>
+        </div>
+      )}
+    </form>
+  )
+}
+
+export const Tools = () => {
+  const endpoints = useResource("endpoints", () => listAll<any>("endpoints"))
+  const connections = useResource("connections", () => listAll<any>("connections"))
+  const [token, setTokenState] = useState(() => sessionStorage.getItem(CLIENT_TOKEN_KEY) ?? "")
+  const [tokenDraft, setTokenDraft] = useState(token)
+  const tools = useResource(
+    `tools/${token === "" ? "-" : token.slice(0, 12)}`,
+    async () => token === "" ? undefined : listTools(token)
+  )
+  const [creating, setCreating] = useState(false)
+  const [trying, setTrying] = useState<any>(undefined)
+  const action = useAction()
+  const names = new Map((connections.data ?? []).map((c) => [c.id, c.name]))
+  const useToken = (e: Event) => {
+    e.preventDefault()
+    sessionStorage.setItem(CLIENT_TOKEN_KEY, tokenDraft.trim())
+    setTokenState(tokenDraft.trim())
+    setTrying(undefined)
+  }
+  const remove = async (ep: any) => {
+    if (!confirm(`Delete endpoint ${ep.name}?`)) return
+    await action.run(() => request("DELETE", `endpoints/${ep.id}`, { headers: { "if-match": `"${ep.version}"` } }))
+    refresh("endpoints")
+  }
+  return (
+    <Page title="Tools" actions={<button type="button" onClick={() => setCreating(true)}>New endpoint</button>}>
+      {creating && connections.data !== undefined && (
+        <EndpointForm
+          connections={connections.data}
+          onDone={() => setCreating(false)}
+        />
+      )}
+      <ErrorBox error={endpoints.error ?? action.error} />
+      <h2>REST endpoints</h2>
+      {endpoints.data?.length === 0 && <p>No endpoints yet.</p>}
+      {endpoints.data !== undefined && endpoints.data.length > 0 && (
+        <table data-testid="endpoints">
+          <thead>
+            <tr>
+              <th scope="col">Tool</th>
+              <th scope="col">Connection</th>
+              <th scope="col">Request</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {endpoints.data.map((ep) => (
+              <tr key={ep.id}>
+                <td>{ep.name}</td>
+                <td>{names.get(ep.connectionId) ?? ep.connectionId}</td>
+                <td>
+                  <code>{ep.method} {ep.pathTemplate}</code>
+                </td>
+                <td class="buttons">
+                  <button type="button" class="danger" onClick={() => remove(ep)} aria-label={`Delete ${ep.name}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>Tools as a client sees them</h2>
+      <form class="inline" onSubmit={useToken} aria-label="Client token for trying tools">
+        <TextField
+          label="Client token"
+          type="password"
+          value={tokenDraft}
+          onInput={setTokenDraft}
+          hint="Tools are listed and tried through /mcp with this client token (kept in this tab only)"
+        />
+        <button type="submit">Use token</button>
+      </form>
+      <ErrorBox error={tools.error} />
+      {tools.data !== undefined && (
+        <table data-testid="tools">
+          <thead>
+            <tr>
+              <th scope="col">Tool</th>
+              <th scope="col">Description</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {tools.data.map((t) => (
+              <tr key={t.name}>
+                <td>{t.name}</td>
+                <td>{t.description ?? ""}</td>
+                <td>
+                  <button type="button" onClick={() => setTrying(t)} aria-label={`Try ${t.name}`}>Try</button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {trying !== undefined && <TryTool key={trying.name} tool={trying} token={token} />}
+    </Page>
+  )
+}

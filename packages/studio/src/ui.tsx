@@ -1,0 +1,169 @@
+/**
+ * Small shared pieces: navigation, labelled form controls, error display.
+ * Every control has a visible `<label>`; errors are announced (`role=alert`).
+ */
+import type { ComponentChildren } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { ApiError } from "./api.ts"
+
+const routeListeners = new Set<() => void>()
+export const navigate = (path: string) => {
+  if (path === location.pathname + location.search) return
+  history.pushState(null, "", path)
+  for (const l of routeListeners) l()
+}
+addEventListener("popstate", () => {
+  for (const l of routeListeners) l()
+})
+export const usePath = () => {
+  const [path, setPath] = useState(location.pathname)
+  useEffect(() => {
+    const l = () => setPath(location.pathname)
+    routeListeners.add(l)
+    return () => void routeListeners.delete(l)
+  }, [])
+  return path
+}
+
+export const Link = (props: { href: string; children: ComponentChildren; current?: boolean }) => (
+  <a
+    href={props.href}
+    aria-current={props.current ? "page" : undefined}
+    onClick={(e) => {
+      if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return
+      e.preventDefault()
+      navigate(props.href)
+    }}
+  >
+    {props.children}
+  </a>
+)
+
+let ids = 0
+const useId = () => useState(() => `f${++ids}`)[0]
+
+export const TextField = (
+  props: {
+    label: string
+    value: string
+    onInput: (value: string) => void
+    type?: "text" | "password" | "number" | "url" | "datetime-local" | undefined
+    required?: boolean | undefined
+    placeholder?: string | undefined
+    hint?: string | undefined
+    error?: string | undefined
+    multiline?: boolean | undefined
+    rows?: number | undefined
+  }
+) => {
+  const id = useId()
+  const common = {
+    id,
+    value: props.value,
+    required: props.required,
+    placeholder: props.placeholder,
+    "aria-invalid": props.error !== undefined ? true : undefined,
+    "aria-describedby": props.hint !== undefined || props.error !== undefined ? `${id}-hint` : undefined,
+    onInput: (e: Event) => props.onInput((e.currentTarget as HTMLInputElement | HTMLTextAreaElement).value)
+  }
+  return (
+    <div class="field">
+      <label for={id}>{props.label}{props.required ? " *" : ""}</label>
+      {props.multiline
+        ? <textarea {...common} rows={props.rows ?? 6} spellcheck={false} />
+        : <input {...common} type={(props.type ?? "text") as "text"} autocomplete="off" />}
+      {(props.hint !== undefined || props.error !== undefined) && (
+        <small id={`${id}-hint`} class={props.error !== undefined ? "error" : "hint"}>
+          {props.error ?? props.hint}
+        </small>
+      )}
+    </div>
+  )
+}
+
+export const SelectField = (
+  props: {
+    label: string
+    value: string
+    options: ReadonlyArray<string | readonly [string, string]>
+    onChange: (value: string) => void
+  }
+) => {
+  const id = useId()
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select id={id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        {props.options.map((o) => {
+          const [value, text] = typeof o === "string" ? [o, o] : o
+          return <option key={value} value={value}>{text}</option>
+        })}
+      </select>
+    </div>
+  )
+}
+
+export const CheckField = (props: { label: string; checked: boolean; onChange: (value: boolean) => void }) => {
+  const id = useId()
+  return (
+    <div class="field check">
+      <input
+        id={id}
+        type="checkbox"
+        checked={props.checked}
+        onChange={(e) => props.onChange(e.currentTarget.checked)}
+      />
+      <label for={id}>{props.label}</label>
+    </div>
+  )
+}
+
+export const describeError = (error: unknown): string => {
+  if (error instanceof ApiError) {
+    const fields = error.fields.map((f) => `${f.path}: ${f.message}`).join("; ")
+    return fields === "" ? error.message : `${error.message} (${fields})`
+  }
+  return error instanceof Error ? error.message : String(error)
+}
+
+export const ErrorBox = (props: { error: unknown }) =>
+  props.error === undefined || props.error === null
+    ? null
+    : <p class="alert" role="alert">{describeError(props.error)}</p>
+
+export const Page = (props: { title: string; children: ComponentChildren; actions?: ComponentChildren }) => {
+  useEffect(() => {
+    document.title = `${props.title} · Janus Studio`
+  }, [props.title])
+  return (
+    <section aria-labelledby="page-title">
+      <div class="page-head">
+        <h1 id="page-title" tabIndex={-1}>{props.title}</h1>
+        {props.actions}
+      </div>
+      {props.children}
+    </section>
+  )
+}
+
+/** Runs an async action, tracking busy state and the error to show. */
+export const useAction = () => {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  async function run<A>(action: () => Promise<A>): Promise<A | undefined> {
+    setBusy(true)
+    setError(undefined)
+    try {
+      return await action()
+    } catch (e) {
+      setError(e)
+      return undefined
+    } finally {
+      setBusy(false)
+    }
+  }
+  return { busy, error, run, setError }
+}
+
+export const time = (iso: string | null | undefined) =>
+  iso === null || iso === undefined ? "—" : new Date(iso).toLocaleString()

@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest"
+import { parseBreakers } from "../src/breakers.ts"
+import { nextDelay } from "../src/live.ts"
+import * as Stats from "../src/stats.ts"
+
+const t0 = Date.parse("2026-01-01T00:00:00Z")
+const call = (offsetMs: number, outcome = "ok", durationMs = 10, tool = "get_pet"): Stats.CallEvent => ({
+  tool,
+  outcome,
+  durationMs,
+  at: new Date(t0 + offsetMs).toISOString()
+})
+
+describe("call statistics", () => {
+  it("computes calls per second, error rate, p95 and top tools over the recent window", () => {
+    let s = Stats.empty
+    for (let i = 0; i < 19; i++) s = Stats.add(s, call(i * 100, "ok", i + 1), t0 + 2000)
+    s = Stats.add(s, call(1950, "error", 500, "create_pet"), t0 + 2000)
+    const sum = Stats.summarize(s, t0 + 2000)
+    expect(sum.callsPerSecond).toBe(20 / Stats.RATE_SECONDS)
+    expect(sum.errorRate).toBe(1 / 20)
+    expect(sum.p95Ms).toBe(19)
+    expect(sum.topTools).toEqual([["get_pet", 19], ["create_pet", 1]])
+    expect(sum.total).toBe(20)
+  })
+
+  it("counts shed, rate-limited and breaker-open calls, and drops buckets outside the window", () => {
+    let s = Stats.add(Stats.empty, call(0, "shed"), t0)
+    s = Stats.add(s, call(0, "rate_limited"), t0)
+    s = Stats.add(s, call(0, "breaker_open"), t0)
+    expect(Stats.summarize(s, t0)).toMatchObject({ shed: 1, rateLimited: 1, breakerOpen: 1 })
+    const later = t0 + Stats.WINDOW_SECONDS * 1000
+    s = Stats.add(s, call(Stats.WINDOW_SECONDS * 1000), later)
+    expect(s.buckets).toHaveLength(1)
+    expect(Stats.summarize(s, later)).toMatchObject({ shed: 0, total: 1 })
+  })
+
+  it("ignores calls older than the window and yields zero-filled series", () => {
+    const s = Stats.add(Stats.empty, call(-Stats.WINDOW_SECONDS * 1000), t0)
+    expect(s.buckets).toHaveLength(0)
+    const series = Stats.series(Stats.add(s, call(0, "error", 42), t0), t0)
+    expect(series.x).toHaveLength(Stats.WINDOW_SECONDS)
+    expect(series.calls.at(-1)).toBe(1)
+    expect(series.errors.at(-1)).toBe(1)
+    expect(series.p95.at(-1)).toBe(42)
+    expect(series.p95.at(-2)).toBeNull()
+  })
+
+  it("percentile is nearest-rank", () => {
+    expect(Stats.percentile([], 95)).toBeUndefined()
+    expect(Stats.percentile([5, 1, 3], 50)).toBe(3)
+    expect(Stats.percentile(Array.from({ length: 100 }, (_, i) => i + 1), 95)).toBe(95)
+  })
+
+  it("recognises call events", () => {
+    expect(Stats.isCallEvent(call(0))).toBe(true)
+    expect(Stats.isCallEvent({ tool: "x" })).toBe(false)
+  })
+})
+
+describe("breaker states from /metrics", () => {
+  it("reads janus_breaker_state per connection", () => {
+    const text =
+      "# HELP x\njanus_breaker_state{connection=\"pets\"} 2\njanus_breaker_state{connection=\"b\",x=\"y\"} 0\n"
+    expect(parseBreakers(text)).toEqual([{ connection: "pets", state: "open" }, { connection: "b", state: "closed" }])
+  })
+})
+
+describe("reconnect delay", () => {
+  it("uses the server's retry first, then backs off to a cap", () => {
+    expect(nextDelay(3000, 0)).toBe(3000)
+    expect(nextDelay(0, 0)).toBe(0)
+    expect(nextDelay(3000, 1)).toBe(6000)
+    expect(nextDelay(0, 1)).toBe(1000)
+    expect(nextDelay(3000, 10)).toBe(30_000)
+  })
+})
