@@ -143,7 +143,10 @@ const mcp = async (clientToken: string, method: string, params: Record<string, u
     } catch { /* not JSON */ }
     throw new ApiError(response.status, `http_${response.status}`, `/mcp answered ${response.status}: ${detail}`)
   }
-  if (message?.error !== undefined) throw new ApiError(response.status, "jsonrpc", message.error.message ?? "error")
+  if (message?.error !== undefined) {
+    const prefix = response.ok ? "" : `/mcp answered ${response.status}: `
+    throw new ApiError(response.status, "jsonrpc", `${prefix}${message.error.message ?? "error"}`)
+  }
   return message?.result ?? {}
 }
 

@@ -1,0 +1,68 @@
+/**
+ * Browser support for Studio's end-to-end tests: Debian's Chromium driven
+ * headless by playwright-core (no browser is ever downloaded), on loopback.
+ *
+ * Without /usr/bin/chromium the suites skip with a printed reason, except
+ * under CI=true, where they fail (.ci/run installs Chromium first).
+ */
+import { existsSync, mkdirSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { type Browser, chromium, type Page } from "playwright-core"
+
+export const CHROMIUM = "/usr/bin/chromium"
+
+/** Whether the browser suites can run; throws under CI when they cannot. */
+export const browserAvailable = (): boolean => {
+  if (existsSync(CHROMIUM)) return true
+  const reason = `Studio browser tests need Debian's Chromium at ${CHROMIUM} (apt-get install -y chromium)`
+  if (process.env.CI) throw new Error(`${reason}; CI requires them`)
+  console.warn(`SKIPPED: ${reason}`)
+  return false
+}
+
+export const launch = (): Promise<Browser> =>
+  chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // root in a container has no user namespace for Chromium's sandbox; the pages are our own, on loopback
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"]
+  })
+
+/** docs/screenshots at the repository root (committed, referenced from README.md). */
+export const screenshotDir = fileURLToPath(new URL("../../../../docs/screenshots/", import.meta.url))
+
+export const screenshot = async (page: Page, name: string) => {
+  mkdirSync(screenshotDir, { recursive: true })
+  // let charts and live badges paint their final frame
+  await page.waitForTimeout(100)
+  await page.screenshot({ path: `${screenshotDir}${name}.png`, fullPage: true })
+}
+
+/** Collects uncaught page errors and console errors, so a test fails on them. */
+export const watchErrors = (page: Page): Array<string> => {
+  const errors: Array<string> = []
+  page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`))
+  page.on("console", (message) => {
+    // failed requests the test provokes on purpose (401 after a revoke, aborted reconnects) are logged by Chromium
+    if (message.type() === "error" && !/Failed to load resource|net::ERR_/.test(message.text())) {
+      errors.push(`console: ${message.text()}`)
+    }
+  })
+  return errors
+}
+
+/** Signs in on `page` with the keyboard only: Tab to the token field, type, Enter. */
+export const signIn = async (page: Page, base: string, token: string, path = "/") => {
+  await page.goto(`${base}${path}`)
+  await page.getByRole("heading", { name: "Janus Studio" }).waitFor()
+  await page.keyboard.press("Tab")
+  await page.keyboard.type(token)
+  await page.keyboard.press("Enter")
+  await page.getByTestId("live-status").filter({ hasText: "Live" }).waitFor()
+}
+
+/** Clicks the main navigation link `name`. */
+export const go = async (page: Page, name: string) => {
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true }).click()
+  await page.getByRole("heading", { level: 1, name }).waitFor()
+}

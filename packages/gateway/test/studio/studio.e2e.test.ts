@@ -1,0 +1,359 @@
+/**
+ * Studio end to end: a real gateway (GatewayTesting: loopback HTTP, in-memory
+ * PGlite) and a real downstream REST API on loopback, driven through
+ * Chromium. One browser for the file.
+ *
+ * What it shows: sign-in by keyboard; a connection and an endpoint created
+ * in the UI; the tool called from the UI's generated form; the call live in
+ * the overview and the audit tail of other open pages (no polling); a
+ * revoked token refused; an OpenAPI import with preview; an API-made change
+ * appearing without reload; a forced resync refetching what is on screen;
+ * a dropped stream showing "Reconnecting…" and resuming with Last-Event-ID.
+ * Each page's screenshot goes to docs/screenshots.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Frame, Hub } from "@janus/sse"
+import { AdminTokens } from "@janus/storage"
+import { Effect, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { Browser, Page } from "playwright-core"
+import { afterAll, beforeAll } from "vitest"
+import * as GatewayTesting from "../../src/testing.ts"
+import { browserAvailable, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
+
+const WAIT = 15_000
+
+/** A downstream pet API on loopback. */
+const startDownstream = () =>
+  new Promise<{ server: Server; url: string }>((resolve) => {
+    const server = createServer((req, res) => {
+      const pet = /^\/pets\/([^/?]+)/.exec(req.url ?? "")
+      res.setHeader("content-type", "application/json")
+      if (req.method === "GET" && pet !== null) {
+        res.end(JSON.stringify({ id: decodeURIComponent(pet[1]!), name: "Rex" }))
+      } else if (req.method === "GET" && (req.url ?? "").startsWith("/pets")) {
+        res.end(JSON.stringify([{ id: "1", name: "Rex" }]))
+      } else {
+        res.statusCode = 404
+        res.end("{}")
+      }
+    })
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }))
+  })
+
+const openApiDocument = (baseUrl: string) =>
+  JSON.stringify({
+    openapi: "3.0.3",
+    info: { title: "Petstore", version: "1.0.0" },
+    servers: [{ url: baseUrl }],
+    paths: {
+      "/pets": { get: { operationId: "listPets", summary: "List pets", responses: { "200": { description: "ok" } } } },
+      "/pets/{petId}": {
+        get: {
+          operationId: "showPet",
+          summary: "One pet",
+          parameters: [{ name: "petId", in: "path", required: true, schema: { type: "string" } }],
+          responses: { "200": { description: "ok" } }
+        }
+      }
+    }
+  })
+
+const gateway = GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } })
+
+const baseUrl = Effect.map(Effect.service(HttpServer.HttpServer), (server) => {
+  if (server.address._tag === "UnixPathAddress") throw new Error("the test server listens on TCP")
+  return `http://127.0.0.1:${server.address.port}`
+})
+
+const newAdminToken = Effect.map(
+  Effect.flatMap(Effect.service(AdminTokens), (tokens) => tokens.create({ name: "studio e2e" })),
+  (created) => Redacted.value(created.plaintext)
+)
+
+/**
+ * Publishes throwaway events (topic `test.flood`, which nothing on screen
+ * uses) in one synchronous burst until Studio's subscriber overflows its
+ * 1,000-frame queue `times` times: ADR-0197 then empties the queue for one
+ * resync (and, at the third overflow within 60 s, sends reconnect and ends
+ * the stream). Nothing of the flood reaches the client: the queue holds only
+ * the resync afterwards.
+ */
+const flood = (times: number) =>
+  Effect.gen(function*() {
+    const hub = yield* Hub.Hub
+    const queued = () => Effect.runSync(hub.stats).reduce((max, s) => Math.max(max, s.queuedFrames), 0)
+    const before = Effect.runSync(hub.subscribers)
+    let overflows = 0
+    let last = queued()
+    for (let i = 0; i < 10_000 && overflows < times; i++) {
+      hub.publishUnsafe(Frame.event({ id: 0, topic: "test.flood", data: null }))
+      const now = queued()
+      if (now < last || Effect.runSync(hub.subscribers) < before) overflows++
+      last = now
+    }
+    assert.strictEqual(overflows, times, "the flood overflowed the subscriber's queue")
+  })
+
+const waitText = (page: Page, testId: string, text: string | RegExp) =>
+  page.getByTestId(testId).filter({ hasText: text }).first().waitFor({ timeout: WAIT })
+
+const available = browserAvailable()
+let browser: Browser | undefined
+let downstream: { server: Server; url: string } | undefined
+
+beforeAll(async () => {
+  if (!available) return
+  browser = await launch()
+  downstream = await startDownstream()
+}, 60_000)
+afterAll(async () => {
+  await browser?.close()
+  await new Promise((resolve) => downstream === undefined ? resolve(undefined) : downstream.server.close(resolve))
+})
+
+const newPage = async () => {
+  const context = await browser!.newContext({ viewport: { width: 1280, height: 860 } })
+  const page = await context.newPage()
+  page.setDefaultTimeout(WAIT)
+  page.on("dialog", (dialog) => void dialog.accept())
+  return { page, errors: watchErrors(page), close: () => context.close() }
+}
+
+const suite = available ? layer(gateway, { timeout: 120_000, excludeTestServices: true }) : undefined
+if (suite === undefined) describe.skip("Studio end to end (no Chromium)", () => it("skipped", () => undefined))
+else {
+  suite("Studio end to end", (it) => {
+    it.effect(
+      "sign in, create a connection and an endpoint, call the tool from the UI, watch it live, revoke the token",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const token = yield* newAdminToken
+          const downstreamUrl = downstream!.url
+          yield* Effect.promise(async () => {
+            const main = await newPage()
+            const overview = await newPage()
+            const audit = await newPage()
+            try {
+              const page = main.page
+              await page.goto(`${base}/`)
+              await screenshot(page, "sign-in")
+              await signIn(page, base, token)
+
+              // a connection
+              await go(page, "Connections")
+              await page.getByRole("button", { name: "New connection" }).click()
+              const form = page.getByRole("form", { name: "New connection" })
+              await form.getByLabel("Name").fill("pets")
+              await form.getByLabel("Base URL").fill(downstreamUrl)
+              await form.getByLabel("Egress allow-list").fill("127.0.0.1")
+              await form.getByRole("button", { name: "Create connection" }).click()
+              await waitText(page, "connections", "pets")
+              await screenshot(page, "connections")
+
+              // an endpoint
+              await go(page, "Tools")
+              await page.getByRole("button", { name: "New endpoint" }).click()
+              const endpoint = page.getByRole("form", { name: "New endpoint" })
+              await endpoint.getByLabel("Tool name").fill("get_pet")
+              await endpoint.getByLabel("Path template").fill("/pets/{id}")
+              await endpoint.getByLabel("Input schema (JSON Schema)").fill(JSON.stringify({
+                type: "object",
+                required: ["id"],
+                properties: { id: { type: "string", description: "Pet id" } }
+              }))
+              await endpoint.getByLabel("Argument locations (JSON)").fill("{\"id\":\"path\"}")
+              await endpoint.getByRole("button", { name: "Create endpoint" }).click()
+              await waitText(page, "endpoints", "get_pet")
+
+              // a client token, shown once
+              await go(page, "Tokens")
+              const tokenForm = page.getByRole("form", { name: "New client token" })
+              await tokenForm.getByLabel("Name").fill("studio-e2e")
+              await tokenForm.getByRole("button", { name: "Create client token" }).click()
+              const clientToken = (await page.getByTestId("new-token").textContent())!.trim()
+              assert.match(clientToken, /^jns_/)
+              await waitText(page, "client-tokens", "studio-e2e")
+              await screenshot(page, "tokens")
+              await page.getByRole("button", { name: "Done" }).click()
+              assert.strictEqual(await page.getByTestId("new-token").count(), 0, "the token is shown once")
+
+              // two more tabs, open before the call: the overview and the audit tail
+              await signIn(overview.page, base, token)
+              await signIn(audit.page, base, token, "/audit")
+              await audit.page.getByRole("heading", { level: 1, name: "Audit" }).waitFor()
+              const overviewRequests: Array<string> = []
+              overview.page.on("request", (r) => overviewRequests.push(new URL(r.url()).pathname))
+              const auditRequests: Array<string> = []
+              audit.page.on("request", (r) => auditRequests.push(new URL(r.url()).pathname))
+
+              // the tool, called through the form generated from its schema
+              await go(page, "Tools")
+              await page.getByLabel("Client token", { exact: true }).fill(clientToken)
+              await page.getByRole("button", { name: "Use token" }).click()
+              await waitText(page, "tools", "get_pet")
+              await page.getByRole("button", { name: "Try get_pet" }).click()
+              const tryForm = page.getByRole("form", { name: "Try get_pet" })
+              await tryForm.getByLabel(/^id/).fill("42")
+              await tryForm.getByRole("button", { name: "Call get_pet" }).click()
+              await waitText(page, "tool-result", "Rex")
+              assert.include(await page.getByTestId("tool-result").textContent(), "\"42\"")
+              await screenshot(page, "tools")
+
+              // live: the call reaches the overview and the audit tail without a request
+              await waitText(overview.page, "total", "1")
+              await waitText(overview.page, "top-tools", "get_pet")
+              await audit.page.locator("tr.live-row").filter({ hasText: "get_pet" }).waitFor()
+              assert.notInclude(overviewRequests, "/api/v1/audit", "the overview did not poll the audit log")
+              assert.notInclude(auditRequests, "/api/v1/audit", "the audit tail did not poll")
+              await screenshot(overview.page, "overview")
+              await screenshot(audit.page, "audit")
+
+              // revoke the token in another tab; the next call is refused
+              await go(overview.page, "Tokens")
+              await overview.page.getByRole("button", { name: "Revoke studio-e2e" }).click()
+              await waitText(overview.page, "client-tokens", "revoked")
+              await tryForm.getByRole("button", { name: "Call get_pet" }).click()
+              await page.getByRole("alert").filter({ hasText: "401" }).waitFor()
+
+              for (const p of [main, overview, audit]) assert.deepStrictEqual(p.errors, [])
+            } finally {
+              await Promise.all([main.close(), overview.close(), audit.close()])
+            }
+          })
+        }),
+      90_000
+    )
+
+    it.effect("imports an OpenAPI document: upload, preview with diff, apply", () =>
+      Effect.gen(function*() {
+        const base = yield* baseUrl
+        const token = yield* newAdminToken
+        yield* Effect.promise(async () => {
+          const { page, errors, close } = await newPage()
+          try {
+            await signIn(page, base, token, "/import")
+            await page.getByRole("heading", { level: 1, name: "OpenAPI import" }).waitFor()
+            await page.getByLabel("Connection name").fill("petstore")
+            await page.getByLabel("Egress allow-list").fill("127.0.0.1")
+            await page.getByLabel("Upload a document (JSON or YAML)").setInputFiles({
+              name: "petstore.json",
+              mimeType: "application/json",
+              buffer: Buffer.from(openApiDocument(downstream!.url))
+            })
+            await page.getByRole("button", { name: "Preview" }).click()
+            await waitText(page, "import-preview", "+ listPets")
+            await waitText(page, "import-preview", "+ showPet")
+            assert.include(await page.getByTestId("import-preview").textContent(), "(new)")
+            await screenshot(page, "import")
+            await page.getByRole("button", { name: "Apply import" }).click()
+            await page.getByRole("status").filter({ hasText: "Imported 2 new" }).waitFor()
+            await go(page, "Tools")
+            await waitText(page, "endpoints", "showPet")
+            assert.deepStrictEqual(errors, [])
+          } finally {
+            await close()
+          }
+        })
+      }), 60_000)
+
+    it.effect(
+      "an API-made change appears without reload; a forced resync refetches; a dropped stream resumes",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const token = yield* newAdminToken
+          const { page, errors, close } = yield* Effect.promise(newPage)
+          yield* Effect.ensuring(
+            Effect.gen(function*() {
+              yield* Effect.promise(async () => {
+                await signIn(page, base, token, "/connections")
+                await page.getByRole("heading", { level: 1, name: "Connections" }).waitFor()
+              })
+              let loads = 0
+              page.on("load", () => loads++)
+              const requests: Array<string> = []
+              page.on("request", (r) => requests.push(new URL(r.url()).pathname))
+
+              // a change through the API, not the UI: the open page shows it (a signal, then a refetch)
+              const created = yield* Effect.promise(() =>
+                fetch(`${base}/api/v1/connections`, {
+                  method: "POST",
+                  headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+                  body: JSON.stringify({ kind: "rest", name: "made-by-api", baseUrl: "https://api.example.com" })
+                })
+              )
+              assert.strictEqual(created.status, 201)
+              yield* Effect.promise(() => waitText(page, "connections", "made-by-api"))
+              assert.strictEqual(loads, 0, "no reload")
+
+              // a forced resync (the subscriber's queue overflows): everything on screen is refetched
+              requests.length = 0
+              yield* flood(1)
+              yield* Effect.promise(() =>
+                page.waitForRequest((r) => new URL(r.url()).pathname === "/api/v1/connections", { timeout: WAIT })
+              )
+              yield* Effect.promise(() => page.waitForRequest((r) => new URL(r.url()).pathname === "/metrics"))
+              assert.notInclude(requests, "/api/v1/events", "a resync is not a reconnect")
+
+              // three overflows within 60 s: the server drops the stream; the UI says so and resumes with Last-Event-ID
+              const lastEventIds: Array<string | undefined> = []
+              let refuse = true
+              yield* Effect.promise(() =>
+                page.route("**/api/v1/events", async (route) => {
+                  lastEventIds.push(route.request().headers()["last-event-id"])
+                  if (refuse) await route.abort("connectionreset")
+                  else await route.continue()
+                })
+              )
+              yield* flood(3)
+              yield* Effect.promise(() => waitText(page, "live-status", "Reconnecting…"))
+              yield* Effect.promise(() => screenshot(page, "reconnecting"))
+              refuse = false
+              yield* Effect.promise(() => waitText(page, "live-status", "Live"))
+              assert.isAbove(lastEventIds.length, 1)
+              for (const id of lastEventIds) assert.match(id ?? "", /^\d+$/, "every reconnect sends Last-Event-ID")
+              assert.strictEqual(loads, 0, "no reload")
+              assert.deepStrictEqual(errors, [])
+            }),
+            Effect.promise(close)
+          )
+        }),
+      60_000
+    )
+
+    it.effect("virtual servers and settings pages, by keyboard", () =>
+      Effect.gen(function*() {
+        const base = yield* baseUrl
+        const token = yield* newAdminToken
+        yield* Effect.promise(async () => {
+          const { page, errors, close } = await newPage()
+          try {
+            await signIn(page, base, token, "/virtual-servers")
+            const form = page.getByRole("form", { name: "New virtual server" })
+            await form.getByLabel("Name").focus()
+            await page.keyboard.type("pets-only")
+            await page.keyboard.press("Tab")
+            await page.keyboard.type("Only the pet tools")
+            await page.keyboard.press("Tab")
+            await page.keyboard.type("get_pet")
+            await page.keyboard.press("Enter")
+            await waitText(page, "virtual-servers", "/servers/pets-only/mcp")
+            await screenshot(page, "virtual-servers")
+            await go(page, "Settings")
+            await waitText(page, "config", "JANUS_HOST")
+            const text = (await page.getByTestId("config").textContent())!
+            assert.notInclude(text, "jna_")
+            await screenshot(page, "settings")
+            assert.deepStrictEqual(errors, [])
+          } finally {
+            await close()
+          }
+        })
+      }), 60_000)
+  })
+}
