@@ -22,7 +22,7 @@ import { JanusConfig } from "./config/JanusConfig.ts"
 import * as Egress from "./egress/index.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog, VirtualServers } from "./federation/index.ts"
+import { CompositeCatalog, FederatedCatalog, type UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as Studio from "./http/Studio.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
@@ -101,7 +101,9 @@ export const services: Layer.Layer<
   | Hub.Hub
   | Egress.DownstreamClient
   | Egress.EgressPolicy
-  | OpenApiImporter,
+  | OpenApiImporter
+  | FederatedCatalog
+  | UpstreamHealth,
   | Egress.InvalidEgressConfig
   | Layer.Error<typeof Security.AdmissionLive>
   | Layer.Error<typeof Security.OAuthLive>
@@ -110,12 +112,15 @@ export const services: Layer.Layer<
 > = Layer.mergeAll(
   // REST endpoints and upstream MCP servers as one tool list, filtered per caller
   // (through `/servers/{name}/mcp`, only the members of that virtual server)
-  ScopedCatalog.layer(VirtualServers.layerCatalog(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+  ScopedCatalog.layer(VirtualServers.layerCatalog(CompositeCatalog.layer(RestCatalog.layer.pipe(
     // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
     Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
     Layer.updateService(SecretCache, Instrument.secretCache),
     Layer.updateService(ConfigCache, Instrument.configCache)
-  )))),
+  )))).pipe(
+    // the federation outside the catalog wrappers, so Studio's admin routes also see `UpstreamHealth`
+    Layer.provideMerge(FederatedCatalog.layer())
+  ),
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer(),

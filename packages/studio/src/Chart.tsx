@@ -7,6 +7,8 @@ export interface SeriesSpec {
   readonly label: string
   readonly stroke: string
   readonly fill?: string
+  /** Draw each point (for sparse series, where a lone value has no line). */
+  readonly points?: boolean
 }
 
 export const Chart = (

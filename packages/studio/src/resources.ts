@@ -14,7 +14,7 @@
 
 /** The change-signal topics the gateway announces (storage's `ChangeKind`, plus `tools`). */
 export const topicResources: Readonly<Record<string, ReadonlyArray<string>>> = {
-  connection: ["connections", "tools", "breakers"],
+  connection: ["connections", "tools", "breakers", "upstreams"],
   endpoint: ["endpoints", "tools"],
   virtual_server: ["virtual-servers", "tools"],
   client_token: ["client-tokens"],

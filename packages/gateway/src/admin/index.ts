@@ -3,7 +3,8 @@
  *
  * `AdminApiRoutes` adds every admin route to the `HttpRouter`:
  * connections, endpoints, virtual servers, client tokens, admin tokens and
- * secrets (write-only), and the effective configuration. It needs the storage repositories; OAuth
+ * secrets (write-only), the effective configuration, and connection tests and
+ * upstream states (`ConnectionChecks`). It needs the storage repositories; OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
  * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
  * `GET /api/v1/events` (mounted by the lead).
@@ -29,17 +30,20 @@ import type {
   ClientTokens,
   Connections,
   Endpoints,
+  SecretCache,
   Secrets,
   VirtualServers
 } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
 import type { JanusConfig } from "../config/JanusConfig.ts"
+import type { DownstreamClient } from "../egress/index.ts"
 import type { OpenApiImporter } from "../openapi/index.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import { AuditRoutes } from "./Audit.ts"
 import { ConfigRoutes } from "./Config.ts"
+import { ConnectionCheckRoutes } from "./ConnectionChecks.ts"
 import { ConnectionRoutes } from "./Connections.ts"
 import { EndpointRoutes } from "./Endpoints.ts"
 import { OpenApiRoutes } from "./OpenApi.ts"
@@ -67,9 +71,12 @@ export const AdminApiRoutes: Layer.Layer<
   | AuditLog
   | OpenApiImporter
   | JanusConfig
+  | DownstreamClient
+  | SecretCache
 > = Layer.mergeAll(
   AuditRoutes,
   ConfigRoutes,
+  ConnectionCheckRoutes,
   ConnectionRoutes,
   EndpointRoutes,
   VirtualServerRoutes,

@@ -71,7 +71,7 @@ interface Compiled {
   readonly byName: ReadonlyMap<string, CompiledTool>
 }
 
-const authScheme = (auth: RestConnection["auth"]): AuthScheme => {
+export const authScheme = (auth: RestConnection["auth"]): AuthScheme => {
   switch (auth.scheme) {
     case "none":
       return { _tag: "None" }

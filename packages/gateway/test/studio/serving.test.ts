@@ -66,6 +66,29 @@ layer(gatewayLayer(), suiteOptions)("Studio at /", (it) => {
       assert.notInclude(mcp.text, "<div id=\"app\">")
     }))
 
+  it.effect("tests a connection: egress rules apply to REST; an MCP upstream reports the federation's state", () =>
+    Effect.gen(function*() {
+      const admin = client(yield* adminToken())
+      const rest = yield* admin.post("/api/v1/connections", {
+        kind: "rest",
+        name: "loopback-refused",
+        baseUrl: "http://127.0.0.1:9"
+      })
+      assert.strictEqual(rest.status, 201)
+      const refused = yield* admin.post(`/api/v1/connections/${rest.body.id}/test`)
+      assert.strictEqual(refused.status, 200)
+      assert.strictEqual(refused.body.ok, false)
+      assert.match(refused.body.detail, /127\.0\.0\.1/)
+      const mcp = yield* admin.post("/api/v1/connections", { kind: "mcp", name: "up", url: "http://127.0.0.1:9/mcp" })
+      const upstream = yield* admin.post(`/api/v1/connections/${mcp.body.id}/test`)
+      assert.strictEqual(upstream.status, 200)
+      assert.strictEqual(upstream.body.ok, false)
+      const list = yield* admin.get("/api/v1/upstreams")
+      assert.strictEqual(list.status, 200)
+      assert.isArray(list.body.items)
+      assert.strictEqual((yield* admin.post("/api/v1/connections/nope/test")).status, 404)
+    }))
+
   it.effect("GET /api/v1/config lists the effective settings with secrets masked", () =>
     Effect.gen(function*() {
       const admin = client(yield* adminToken())

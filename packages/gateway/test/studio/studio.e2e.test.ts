@@ -153,6 +153,14 @@ else {
               await form.getByLabel("Egress allow-list").fill("127.0.0.1")
               await form.getByRole("button", { name: "Create connection" }).click()
               await waitText(page, "connections", "pets")
+              // edit it, then test it: one GET to the base URL through egress (the pet API answers 404 at /)
+              await page.getByRole("button", { name: "Edit pets" }).click()
+              const edit = page.getByRole("form", { name: "Edit pets" })
+              await edit.getByLabel("Description").fill("The pet API")
+              await edit.getByRole("button", { name: "Save" }).click()
+              await edit.waitFor({ state: "detached" })
+              await page.getByRole("button", { name: "Test pets" }).click()
+              await waitText(page, "test-pets", "OK: reachable: HTTP 404")
               await screenshot(page, "connections")
 
               // an endpoint

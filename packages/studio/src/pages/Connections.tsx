@@ -1,4 +1,4 @@
-/** Connections: list with breaker health, create, edit, delete. */
+/** Connections: list with breaker health and upstream MCP state, create, edit, delete, test. */
 import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { parseBreakers } from "../breakers.ts"
@@ -146,13 +146,24 @@ export const Connections = () => {
     const text = await fetch("/metrics", { cache: "no-store" }).then((r) => r.text())
     return parseBreakers(text)
   })
+  const upstreams = useResource("upstreams", () => request<{ items: Array<any> }>("GET", "upstreams"))
   const [editing, setEditing] = useState<any | "new" | undefined>(undefined)
+  const [tests, setTests] = useState<Record<string, { ok: boolean; detail: string } | "running">>({})
   const action = useAction()
   const stateOf = (name: string) => breakers.data?.find((b: any) => b.connection === name)?.state ?? "closed"
   const remove = async (c: any) => {
     if (!confirm(`Delete connection ${c.name} and its endpoints?`)) return
     await action.run(() => request("DELETE", `connections/${c.id}`, { headers: { "if-match": `"${c.version}"` } }))
     refresh("connections")
+  }
+  const upstreamOf = (c: any) => upstreams.data?.items.find((u) => u.connectionId === c.id)
+  const test = async (c: any) => {
+    setTests((t) => ({ ...t, [c.id]: "running" }))
+    const result = await request<{ ok: boolean; detail: string }>("POST", `connections/${c.id}/test`).catch((
+      e: Error
+    ) => ({ ok: false, detail: e.message }))
+    setTests((t) => ({ ...t, [c.id]: result }))
+    if (c.kind === "mcp") refresh("upstreams")
   }
   return (
     <Page
@@ -177,7 +188,7 @@ export const Connections = () => {
               <th scope="col">Kind</th>
               <th scope="col">URL</th>
               <th scope="col">Auth</th>
-              <th scope="col">Breaker</th>
+              <th scope="col">Health</th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
@@ -191,9 +202,27 @@ export const Connections = () => {
                 </td>
                 <td>{c.auth.scheme}</td>
                 <td>
-                  <span class={`badge ${stateOf(c.name)}`}>{stateOf(c.name)}</span>
+                  <span class={`badge ${stateOf(c.name)}`}>breaker {stateOf(c.name)}</span>
+                  {c.kind === "mcp" && (
+                    <div>
+                      <span class={`badge ${upstreamOf(c)?.state === "healthy" ? "closed" : "open"}`}>
+                        upstream {upstreamOf(c)?.state ?? "unknown"}
+                      </span>
+                      {upstreamOf(c)?.toolCount !== undefined && ` ${upstreamOf(c).toolCount} tool(s)`}
+                    </div>
+                  )}
+                  {tests[c.id] !== undefined && (
+                    <div role="status" data-testid={`test-${c.name}`}>
+                      {tests[c.id] === "running"
+                        ? "Testing…"
+                        : `${(tests[c.id] as any).ok ? "OK" : "Failed"}: ${(tests[c.id] as any).detail}`}
+                    </div>
+                  )}
                 </td>
                 <td class="buttons">
+                  <button type="button" class="secondary" onClick={() => test(c)} aria-label={`Test ${c.name}`}>
+                    Test
+                  </button>
                   <button type="button" class="secondary" onClick={() => setEditing(c)} aria-label={`Edit ${c.name}`}>
                     Edit
                   </button>

@@ -113,7 +113,7 @@ export const Overview = () => {
         <Chart
           title="p95 latency per second"
           unit="ms"
-          series={[{ label: "p95 ms", stroke: "#7c3aed" }]}
+          series={[{ label: "p95 ms", stroke: "#7c3aed", points: true }]}
           data={[data.x, data.p95]}
         />
       </div>
