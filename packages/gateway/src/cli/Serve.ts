@@ -27,6 +27,7 @@ const announce = Effect.gen(function*() {
   yield* Console.log(`  health: ${url}/healthz, readiness: ${url}/readyz`)
   if (config.JANUS_DEMO) yield* Layer.build(Demo.layer)
   yield* Console.log(`  MCP endpoint: ${url}/mcp`)
+  yield* Console.log(`  Studio (admin UI): ${url}/`)
   if ((yield* admins.count) === 0) {
     const created = yield* admins.create({ name: "initial admin" })
     yield* Console.log("")
