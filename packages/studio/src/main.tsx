@@ -9,7 +9,7 @@ import { connect, type LiveStatus } from "./live.ts"
 import { Audit } from "./pages/Audit.tsx"
 import { Connections } from "./pages/Connections.tsx"
 import { Import } from "./pages/Import.tsx"
-import { Overview, resetStats } from "./pages/Overview.tsx"
+import { Overview, resetStats, startStats } from "./pages/Overview.tsx"
 import { Settings } from "./pages/Settings.tsx"
 import { Tokens } from "./pages/Tokens.tsx"
 import { Tools } from "./pages/Tools.tsx"
@@ -74,6 +74,7 @@ const Shell = (props: { token: string; onSignOut: () => void }) => {
   const [status, setStatus] = useState<LiveStatus>("connecting")
   useEffect(() => {
     const live = connect(props.token, { onFrame: Store.applyFrame, onStatus: setStatus })
+    void startStats()
     return () => live.close()
   }, [props.token])
   useEffect(() => {

@@ -220,6 +220,13 @@ else {
               assert.notInclude(auditRequests, "/api/v1/audit", "the audit tail did not poll")
               await screenshot(overview.page, "overview")
               await screenshot(audit.page, "audit")
+              // filter and page the stored records (keyset cursor) as well
+              await audit.page.getByLabel("Tool", { exact: true }).fill("get_pet")
+              await audit.page.getByLabel("Outcome", { exact: true }).selectOption("ok")
+              await audit.page.getByRole("button", { name: "Apply filters" }).click()
+              await audit.page.locator("[data-testid=audit] tbody tr:not(.live-row)").filter({ hasText: "get_pet" })
+                .waitFor()
+              assert.isTrue(await audit.page.getByRole("button", { name: "Older" }).isDisabled(), "one page only")
 
               // revoke the token in another tab; the next call is refused
               await go(overview.page, "Tokens")

@@ -15,14 +15,21 @@ interface Filters {
   outcome: string
   identity: string
   connection: string
+  /** `datetime-local` values (local time), sent as ISO instants. */
+  from: string
+  to: string
 }
+
+const emptyFilters: Filters = { tool: "", outcome: "", identity: "", connection: "", from: "", to: "" }
+const instant = (local: string) => new Date(local).toISOString()
 
 const matches = (f: Filters, r: any) =>
   (f.tool === "" || r.tool === f.tool) && (f.outcome === "" || r.outcome === f.outcome) &&
-  (f.identity === "" || r.identity === f.identity) && (f.connection === "" || r.connection === f.connection)
+  (f.identity === "" || r.identity === f.identity) && (f.connection === "" || r.connection === f.connection) &&
+  (f.from === "" || r.at >= instant(f.from)) && (f.to === "" || r.at < instant(f.to))
 
 export const Audit = () => {
-  const [filters, setFilters] = useState<Filters>({ tool: "", outcome: "", identity: "", connection: "" })
+  const [filters, setFilters] = useState<Filters>(emptyFilters)
   const [applied, setApplied] = useState(filters)
   const [rows, setRows] = useState<Array<any>>([])
   const [tail, setTail] = useState<Array<any>>([])
@@ -33,7 +40,7 @@ export const Audit = () => {
 
   const load = async (f: Filters, cursor: string | null) => {
     const q = new URLSearchParams({ limit: "25" })
-    for (const [k, v] of Object.entries(f)) if (v !== "") q.set(k, v)
+    for (const [k, v] of Object.entries(f)) if (v !== "") q.set(k, k === "from" || k === "to" ? instant(v) : v)
     if (cursor !== null) q.set("cursor", cursor)
     const page = await action.run(() => request<{ items: Array<any>; nextCursor: string | null }>("GET", `audit?${q}`))
     if (page !== undefined) {
@@ -68,6 +75,8 @@ export const Audit = () => {
           <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
           <TextField label="Identity" value={filters.identity} onInput={set("identity")} />
           <TextField label="Connection" value={filters.connection} onInput={set("connection")} />
+          <TextField label="From" type="datetime-local" value={filters.from} onInput={set("from")} />
+          <TextField label="To" type="datetime-local" value={filters.to} onInput={set("to")} />
         </div>
         <div class="buttons">
           <button type="submit">Apply filters</button>

@@ -13,12 +13,21 @@ const probe = async (path: string) => {
   return { ok: response.ok, status: response.status, detail: body.reason ?? body.status ?? "" }
 }
 
-// the stats outlive a page switch: they are fed by the one stream, not by this page
+// The stats outlive a page switch: they are fed by the one stream, not by this page. They are
+// seeded from the audit log once per sign-in; live calls that arrive before the seed is in are
+// held, and only those newer than the newest seeded record are added (no call counted twice).
 let shared: Stats.Stats = Stats.empty
-let seeded = false
+let held: Array<Stats.CallEvent> | undefined = undefined
+let started = false
 const statListeners = new Set<() => void>()
+const MAX_HELD = 10_000
+let lastBreakerRefresh = 0
 onCall((data) => {
   if (!Stats.isCallEvent(data)) return
+  if (held !== undefined) {
+    if (held.length < MAX_HELD) held.push(data)
+    return
+  }
   shared = Stats.add(shared, data, Date.now())
   for (const l of statListeners) l()
   // a failing call may have moved a breaker: refetch the breaker states, at most every 2 s
@@ -27,21 +36,35 @@ onCall((data) => {
     refresh("breakers")
   }
 })
-let lastBreakerRefresh = 0
-/** Seeds the statistics from the audit log's latest records, once per sign-in. */
-const seed = async () => {
-  if (seeded) return
-  seeded = true
-  const since = new Date(Date.now() - Stats.WINDOW_SECONDS * 1000).toISOString()
-  const page = await request<{ items: Array<any> }>("GET", `audit?limit=500&from=${encodeURIComponent(since)}`)
-  for (const r of page.items.reverse()) {
-    if (Stats.isCallEvent(r)) shared = Stats.add(shared, r, Date.now())
+
+/** Starts the statistics for this sign-in: seeds them from the audit log's latest records. */
+export const startStats = async () => {
+  if (started) return
+  started = true
+  held = []
+  let seeded = Stats.empty
+  let newest = ""
+  try {
+    const since = new Date(Date.now() - Stats.WINDOW_SECONDS * 1000).toISOString()
+    const page = await request<{ items: Array<any> }>("GET", `audit?limit=500&from=${encodeURIComponent(since)}`)
+    for (const r of page.items.reverse()) {
+      if (!Stats.isCallEvent(r)) continue
+      seeded = Stats.add(seeded, r, Date.now())
+      if (r.at > newest) newest = r.at
+    }
+  } catch {
+    // no seed: the live calls alone
   }
+  for (const call of held) if (call.at > newest) seeded = Stats.add(seeded, call, Date.now())
+  held = undefined
+  shared = seeded
   for (const l of statListeners) l()
 }
+
 export const resetStats = () => {
   shared = Stats.empty
-  seeded = false
+  held = undefined
+  started = false
 }
 
 const fmt = (n: number | undefined, digits = 1) => n === undefined ? "—" : n.toFixed(digits)
@@ -52,7 +75,7 @@ export const Overview = () => {
   useEffect(() => {
     const l = () => setStats(shared)
     statListeners.add(l)
-    void seed().catch(() => undefined)
+    void startStats()
     // the clock moves the window; no request is made
     const tick = setInterval(() => setNow(Date.now()), 1000)
     return () => {
