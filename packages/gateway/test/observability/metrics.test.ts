@@ -94,7 +94,8 @@ const traffic = Effect.gen(function*() {
   assert.isAtLeast(burst.filter((r) => r.status === 429).length, 5)
   // readiness, a 404, the Studio event stream (one subscriber for a moment)
   yield* Effect.promise(() => fetch(`${url}/readyz`).then((r) => r.text()))
-  yield* Effect.promise(() => fetch(`${url}/nowhere`).then((r) => r.text()))
+  // a method no route serves (GET of an unknown path is Studio's SPA fallback, route "/*")
+  yield* Effect.promise(() => fetch(`${url}/nowhere`, { method: "DELETE" }).then((r) => r.text()))
   const admin = yield* (yield* AdminTokens).create({ name: "metrics test" })
   yield* Effect.promise(async () => {
     const abort = new AbortController()
