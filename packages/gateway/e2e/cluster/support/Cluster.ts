@@ -394,3 +394,72 @@ export const counter = async (replica: Replica, name: string, labels = ""): Prom
     .filter((line) => line.startsWith(name) && line.includes(labels))
     .reduce((sum, line) => sum + Number(line.split(" ").pop()), 0)
 }
+
+// ---------------------------------------------------------------------------
+// Load
+// ---------------------------------------------------------------------------
+
+export interface Outcome {
+  readonly loop: number
+  readonly startedAt: number
+  readonly endedAt: number
+  /** HTTP status, or undefined when the connection failed or was cut. */
+  readonly status: number | undefined
+  /** The tool result's `isError`, when there was a result. */
+  readonly toolError: boolean
+  readonly backend: string | undefined
+  readonly error: string | undefined
+}
+
+export interface Load {
+  readonly outcomes: Array<Outcome>
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * One loop per token, each sending `get_pet` calls through the proxy one after
+ * another with `pauseMs` between them (bounded: loops x 1000 / pauseMs per
+ * second at most), until stopped.
+ */
+export const startLoad = (cluster: Cluster, tokens: ReadonlyArray<string>, pauseMs = 60): Load => {
+  const outcomes: Array<Outcome> = []
+  let running = true
+  const loops = tokens.map(async (token, loop) => {
+    for (let n = 0; running; n++) {
+      const startedAt = Date.now()
+      try {
+        const reply = await statelessCall(cluster.proxy.url, token, "get_pet", { id: `load-${loop}-${n}` })
+        outcomes.push({
+          loop,
+          startedAt,
+          endedAt: Date.now(),
+          status: reply.status,
+          toolError: reply.body?.result?.isError === true || reply.body?.error !== undefined,
+          backend: reply.headers.get("x-cluster-backend") ?? undefined,
+          error: undefined
+        })
+      } catch (error) {
+        outcomes.push({
+          loop,
+          startedAt,
+          endedAt: Date.now(),
+          status: undefined,
+          toolError: false,
+          backend: undefined,
+          error: String(error)
+        })
+      }
+      await new Promise((resolve) => setTimeout(resolve, pauseMs))
+    }
+  })
+  return {
+    outcomes,
+    stop: async () => {
+      running = false
+      await Promise.all(loops)
+    }
+  }
+}
+
+/** A successful call: 200 with a result that is not an error. */
+export const succeeded = (outcome: Outcome): boolean => outcome.status === 200 && !outcome.toolError
