@@ -8,7 +8,8 @@
  * - Redis killed: the documented fallback holds (limits per replica, same
  *   policy, calls keep working), and Redis is used again once it is back.
  * - Postgres restarted: `/readyz` goes 503 then 200 on every replica; every
- *   call accepted meanwhile has its audit record afterwards.
+ *   call accepted meanwhile has its audit record and its `calls` event
+ *   afterwards (the writers retry), none twice.
  *
  * The tests run in order on one cluster (each leaves it whole again).
  */
@@ -126,5 +127,137 @@ describe("cluster: failures", () => {
     await cluster.startReplica(victim.name)
     const back = cluster.replicas.find((r) => r.name === victim.name)!
     assert.strictEqual((await statelessCall(back.url, tokens[1]!, "get_pet", { id: "back" })).status, 200)
+  })
+
+  const fallbacks = async (replica: Cluster["replicas"][number]) =>
+    await counter(replica, "janus_limiter_fallback", "tier=\"identity\"")
+
+  it("Redis killed: calls go on, each replica limits on its own with the same policy, Redis is used again when back", async () => {
+    const tokens = await Promise.all([1, 2, 3].map(() => clientToken(cluster).then((t) => t.token)))
+    await cluster.redis.kill()
+    const load = startLoad(cluster, tokens)
+    await sleep(1_500)
+    await load.stop()
+    const failed = load.outcomes.filter((o) => !succeeded(o))
+    assert.deepStrictEqual(describeOutcomes(failed), "", "no call fails because Redis is gone")
+    assert.isAbove(load.outcomes.length, 20)
+    for (const replica of cluster.replicas) {
+      assert.strictEqual((await fetch(`${replica.url}/readyz`)).status, 200, `${replica.name} stays ready`)
+      assert.isAbove(await fallbacks(replica), 0, `${replica.name} decides in memory`)
+    }
+
+    // the fallback is a limit still: one replica, a fresh identity, twice its burst at once
+    const [one] = cluster.replicas
+    const { token } = await clientToken(cluster)
+    const started = Date.now()
+    const statuses = await Promise.all(
+      Array.from(
+        { length: 2 * IDENTITY_LIMIT.burst },
+        () => statelessCall(one!.url, token, "get_pet", { id: "fallback" }).then((r) => r.status)
+      )
+    )
+    const elapsedS = (Date.now() - started) / 1000
+    const ok = statuses.filter((s) => s === 200).length
+    assert.strictEqual(ok + statuses.filter((s) => s === 429).length, statuses.length, String(statuses))
+    assert.isAtMost(ok, IDENTITY_LIMIT.burst + Math.ceil(IDENTITY_LIMIT.rate * elapsedS) + 1)
+    assert.isAtLeast(ok, IDENTITY_LIMIT.burst)
+
+    // back: after the limiter's retry delay, decisions are taken in Redis again (the fallback count stops)
+    await cluster.redis.start()
+    const probe = await clientToken(cluster)
+    await waitUntil("the replicas to use Redis again", async () => {
+      const before = await Promise.all(cluster.replicas.map(fallbacks))
+      for (const replica of cluster.replicas) {
+        for (let i = 0; i < 3; i++) await statelessCall(replica.url, probe.token, "get_pet", { id: "probe" })
+      }
+      const after = await Promise.all(cluster.replicas.map(fallbacks))
+      return after.every((n, i) => n === before[i])
+    }, 15_000)
+  })
+
+  it("Postgres restarted under load: /readyz goes 503 then 200, and every accepted call is audited", async () => {
+    const created = await Promise.all([1, 2, 3].map(() => clientToken(cluster)))
+    const readiness = new Map<string, Array<{ at: number; status: number }>>()
+    let polling = true
+    const pollers = cluster.replicas.map(async (replica) => {
+      const seen: Array<{ at: number; status: number }> = []
+      readiness.set(replica.name, seen)
+      while (polling) {
+        const status = await fetch(`${replica.url}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
+          (r) => r.status,
+          () => 0
+        )
+        seen.push({ at: Date.now(), status })
+        await sleep(100)
+      }
+    })
+    const log = await openEvents(cluster.proxy.url, cluster.adminToken, { topics: "calls" })
+    const load = startLoad(cluster, created.map((t) => t.token))
+    await sleep(1_000)
+    const stoppedAt = Date.now()
+    cluster.postgres.stop()
+    await waitUntil(
+      "every replica to report unready",
+      () => [...readiness.values()].every((seen) => seen.some((s) => s.at > stoppedAt && s.status === 503))
+    )
+    await sleep(1_000)
+    cluster.postgres.start()
+    const startedAt = Date.now()
+    await waitUntil(
+      "every replica to be ready again",
+      () => [...readiness.values()].every((seen) => seen.at(-1)!.at > startedAt && seen.at(-1)!.status === 200),
+      30_000
+    )
+    await sleep(1_500)
+    await load.stop()
+    polling = false
+    await Promise.all(pollers)
+
+    const accepted = load.outcomes.filter(succeeded)
+    const refused = load.outcomes.filter((o) => !succeeded(o))
+    assert.isAbove(accepted.length, 30)
+    assert.isAbove(accepted.filter((o) => o.startedAt > startedAt).length, 5, "calls succeed after the restart")
+    // refusals while the database is down are answers (503 and the like), never cut connections
+    for (const o of refused) assert.isDefined(o.status, describeOutcomes([o]))
+
+    // every accepted call has its audit record once the writers have retried
+    const auditedOk = async (id: string) => {
+      let total = 0
+      let cursor: string | undefined
+      do {
+        const page = await api(
+          cluster.proxy.url,
+          "GET",
+          `/api/v1/audit?identity=token:${id}&outcome=ok&limit=500${cursor ? `&cursor=${cursor}` : ""}`,
+          cluster.adminToken
+        )
+        assert.strictEqual(page.status, 200, JSON.stringify(page.body))
+        total += page.body.items.length
+        cursor = page.body.nextCursor ?? undefined
+      } while (cursor !== undefined)
+      return total
+    }
+    const expected = created.map((_, loop) => accepted.filter((o) => o.loop === loop).length)
+    let audited: Array<number> = []
+    await waitUntil("the audit records of every accepted call", async () => {
+      audited = await Promise.all(created.map((t) => auditedOk(t.id)))
+      return audited.every((n, i) => n >= expected[i]!)
+    }, 20_000).catch((error) => {
+      throw new Error(`${error.message}: audited ${audited}, accepted ${expected}`)
+    })
+    assert.deepStrictEqual(audited, expected)
+
+    // and its `calls` event, delivered to a stream opened before the restart, counted per identity
+    const evented = () =>
+      created.map((t) =>
+        log.events.filter((e) => e.data.data.identity === `token:${t.id}` && e.data.data.outcome === "ok").length
+      )
+    await waitUntil("the calls events of every accepted call", () => evented().every((n, i) => n >= expected[i]!))
+      .catch((error) => {
+        throw new Error(`${error.message}: events ${evented()}, accepted ${expected}`)
+      })
+    await quiet(log, 500)
+    log.close()
+    assert.deepStrictEqual(evented(), expected)
   })
 })
