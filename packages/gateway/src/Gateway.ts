@@ -24,6 +24,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
+import * as Cancellations from "./mcp/Cancellations.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
 import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
@@ -93,6 +94,7 @@ export const services: Layer.Layer<
   | ToolCatalog.ToolCatalog
   | ListChanged.ListChangedSignals
   | Sessions.McpSessionStore
+  | Cancellations.CallCancellations
   | Guard.McpGuard
   | CallAudit.CallAudit
   | Hub.Hub
@@ -116,6 +118,8 @@ export const services: Layer.Layer<
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer(),
+  // notifications/cancelled for a call running on another replica
+  SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
   OpenApiImporter.layer
 ).pipe(

@@ -145,9 +145,7 @@ export interface Cluster {
   readonly stop: () => Promise<void>
 }
 
-const READY = /Janus is listening on (\S+)/
-
-export const startCluster = async (options: { readonly replicas?: number } = {}): Promise<Cluster> => {
+export const startCluster = async (clusterOptions: { readonly replicas?: number } = {}): Promise<Cluster> => {
   const children = new Set<ChildProcess>()
   const forgetAtExit = Infra.onExit(() => {
     for (const child of children) child.kill("SIGKILL")
@@ -174,7 +172,11 @@ export const startCluster = async (options: { readonly replicas?: number } = {})
   const replicas: Array<Replica> = []
   let adminToken = ""
 
-  const startReplica = async (name: string, port?: number): Promise<Replica> => {
+  const startReplica = async (
+    name: string,
+    port?: number,
+    options: { readonly expectAdminToken?: boolean } = {}
+  ): Promise<Replica> => {
     const chosen = port ?? await Infra.freePort()
     const child = spawnJanus(["serve"], { ...env, JANUS_PORT: String(chosen) })
     children.add(child)
@@ -191,14 +193,12 @@ export const startCluster = async (options: { readonly replicas?: number } = {})
       const timer = setTimeout(() => reject(new Error(`replica ${name} did not start:\n${replica.output}`)), 60_000)
       const onData = (chunk: Buffer) => {
         replica.output += chunk.toString()
-        const token = /Admin token \(shown once[^\n]*\n\s+(\S+)/.exec(replica.output)
+        const token = /Admin token \(shown once[^\n]*\n\s+(\S+)\n/.exec(replica.output)
         if (token) adminToken = token[1]!
-        if (READY.test(replica.output) && (adminToken !== "" || !/Admin token/.test(replica.output))) {
-          // the token line follows the listening line; give it the same chunk or the next
-          if (/MCP endpoint/.test(replica.output)) {
-            clearTimeout(timer)
-            resolve()
-          }
+        // the first start on an empty database also prints the initial admin token, after the endpoint
+        if (/MCP endpoint/.test(replica.output) && (!options.expectAdminToken || token)) {
+          clearTimeout(timer)
+          resolve()
         }
       }
       child.stdout!.on("data", onData)
@@ -208,8 +208,6 @@ export const startCluster = async (options: { readonly replicas?: number } = {})
         reject(new Error(`replica ${name} exited ${code} while starting:\n${replica.output}`))
       })
     })
-    // the announcement may be followed by the admin token lines in a later chunk
-    await Infra.sleep(50)
     const existing = replicas.findIndex((r) => r.name === name)
     if (existing >= 0) replicas[existing] = replica
     else replicas.push(replica)
@@ -237,10 +235,10 @@ export const startCluster = async (options: { readonly replicas?: number } = {})
 
   try {
     await runJanus(["migrate"], env)
-    await startReplica("r1")
+    await startReplica("r1", undefined, { expectAdminToken: true })
     if (adminToken === "") throw new Error(`the first replica printed no admin token:\n${replicas[0]?.output}`)
     await Promise.all(
-      Array.from({ length: (options.replicas ?? 3) - 1 }, (_, i) => startReplica(`r${i + 2}`))
+      Array.from({ length: (clusterOptions.replicas ?? 3) - 1 }, (_, i) => startReplica(`r${i + 2}`))
     )
     const cluster: Cluster = {
       postgres,
