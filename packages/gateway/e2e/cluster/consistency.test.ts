@@ -18,7 +18,7 @@ import {
   startCluster,
   statelessCall
 } from "./support/Cluster.ts"
-import { sleep } from "./support/Infra.ts"
+import { requireClusterTools, sleep } from "./support/Infra.ts"
 
 const auth = (bearer: string) => ({ headers: { authorization: `Bearer ${bearer}` } })
 
@@ -30,7 +30,7 @@ const waitUntil = async (what: string, check: () => boolean, timeoutMs = 10_000)
   }
 }
 
-describe("cluster: sessions, revocation and limits across replicas", () => {
+describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limits across replicas", () => {
   let cluster: Cluster
 
   beforeAll(async () => {

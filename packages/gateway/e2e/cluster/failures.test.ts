@@ -27,7 +27,7 @@ import {
   succeeded
 } from "./support/Cluster.ts"
 import { type EventReader, openEvents } from "./support/Events.ts"
-import { sleep } from "./support/Infra.ts"
+import { requireClusterTools, sleep } from "./support/Infra.ts"
 
 const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
   const deadline = Date.now() + timeoutMs
@@ -51,7 +51,7 @@ const quiet = async (reader: EventReader, quietMs: number, timeoutMs = 10_000) =
 const describeOutcomes = (outcomes: ReadonlyArray<Outcome>) =>
   outcomes.map((o) => `${o.loop}@${o.startedAt}:${o.status ?? o.error}`).join(", ")
 
-describe("cluster: failures", () => {
+describe.skipIf(!requireClusterTools())("cluster: failures", () => {
   let cluster: Cluster
 
   beforeAll(async () => {

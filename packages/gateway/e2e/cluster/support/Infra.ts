@@ -202,3 +202,27 @@ export const onExit = (cleanup: () => void): () => void => {
   cleanups.add(cleanup)
   return () => cleanups.delete(cleanup)
 }
+
+/**
+ * Whether this machine can run the cluster tests (Postgres server binaries and
+ * `redis-server`). Like the shared-service checks: with `CI` set a missing tool
+ * fails the run; elsewhere the suite is skipped with the reason printed.
+ */
+export const requireClusterTools = (): boolean => {
+  const problems: Array<string> = []
+  try {
+    postgresBin()
+  } catch (error) {
+    problems.push(String((error as Error).message))
+  }
+  if (spawnSync("redis-server", ["--version"], { encoding: "utf8" }).status !== 0) {
+    problems.push("redis-server is not on PATH; install redis-server")
+  }
+  if (problems.length === 0) return true
+  const message = `cluster tests need ${problems.join("; ")}`
+  if (process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "false") {
+    throw new Error(`${message}; CI is set, so they must run`)
+  }
+  console.warn(`[janus tests] skipping the cluster suites: ${message}`)
+  return false
+}
