@@ -10,7 +10,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Hub } from "@janus/sse"
 import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, type HttpServer } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
@@ -20,6 +20,7 @@ import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
 import * as Egress from "./egress/index.ts"
+import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, VirtualServers } from "./federation/index.ts"
@@ -50,6 +51,15 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
     )
   )
 })).pipe(Layer.provide(AdminAuth.layer))
+
+/** Circuit state in Redis (shared by every replica, memory while Redis is away), or in memory without Redis. */
+const BreakerStoreLive = Layer.unwrap(
+  Effect.map(Effect.service(JanusConfig), (config) =>
+    Option.match(config.REDIS_URL, {
+      onNone: () => CircuitBreaker.layerStoreMemory(),
+      onSome: (url) => SharedBreakerStore.layer({ url: Redacted.value(url) })
+    }))
+)
 
 /** Every route of the gateway; `mcp` overrides the MCP transport's options (tests). */
 export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
@@ -133,8 +143,8 @@ export const services: Layer.Layer<
   Layer.provideMerge(
     Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
       Egress.Resolver.layerSystem,
-      // breaker state per connection as a gauge
-      Instrument.breakerStoreLayer.pipe(Layer.provide(CircuitBreaker.layerStoreMemory()))
+      // breaker state per connection as a gauge; shared through Redis when REDIS_URL is set
+      Instrument.breakerStoreLayer.pipe(Layer.provide(BreakerStoreLive))
     )))
   ),
   Layer.provideMerge(Security.AdmissionLive),

@@ -92,8 +92,8 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
   })
 
   it("SDK v2: a 2025-11-25 session and stateless 2026-07-28 calls through the proxy", async () => {
-    const { token } = await clientToken(cluster)
     for (const pin of ["2025-11-25", "2026-07-28"] as const) {
+      const { token } = await clientToken(cluster)
       const client = new ClientV2({ name: "cluster-v2", version: "2.0.0" }, {
         versionNegotiation: { mode: pin === "2026-07-28" ? { pin } : "legacy" }
       })
@@ -155,7 +155,7 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
     const started = Date.now()
     const statuses: Array<number> = []
     let sent = 0
-    await Promise.all(Array.from({ length: 4 }, async () => {
+    await Promise.all(Array.from({ length: 8 }, async () => {
       while (sent < total) {
         sent++
         statuses.push((await statelessCall(cluster.proxy.url, token, "get_pet", { id: "limit" })).status)
@@ -226,5 +226,42 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
     const body = await call
     assert.notInclude(body, "\"result\"")
     assert.notInclude(body, "\"id\":7")
+  })
+
+  it("a circuit opened by failures on one replica is open on the others (Redis)", async () => {
+    const { token } = await clientToken(cluster)
+    const admin = (method: string, path: string, body?: unknown) =>
+      api(cluster.proxy.url, method, path, cluster.adminToken, body)
+    const connection = await admin("POST", "/api/v1/connections", {
+      kind: "rest",
+      name: "flaky",
+      baseUrl: cluster.downstream.url,
+      egressAllowList: ["127.0.0.1"]
+    })
+    assert.strictEqual(connection.status, 201, JSON.stringify(connection.body))
+    const endpoint = await admin("POST", "/api/v1/endpoints", {
+      connectionId: connection.body.id,
+      name: "flaky_get",
+      method: "GET",
+      pathTemplate: "/fail",
+      arguments: {},
+      inputSchema: { type: "object", properties: {} }
+    })
+    assert.strictEqual(endpoint.status, 201, JSON.stringify(endpoint.body))
+    const [a, ...others] = cluster.replicas
+    // consecutive failed calls on A alone open the circuit (the default policy: 5)
+    for (let i = 0; i < 5; i++) await statelessCall(a!.url, token, "flaky_get", {})
+    const hits = cluster.downstream.failures.count
+    assert.isAtLeast(hits, 5)
+    for (const replica of others) {
+      const reply = await statelessCall(replica.url, token, "flaky_get", {})
+      assert.strictEqual(reply.status, 200)
+      assert.isTrue(
+        reply.body?.result?.isError === true || reply.body?.error !== undefined,
+        `${replica.name}: ${JSON.stringify(reply.body)}`
+      )
+      assert.match(JSON.stringify(reply.body), /circuit|breaker/i, `${replica.name}: ${JSON.stringify(reply.body)}`)
+    }
+    assert.strictEqual(cluster.downstream.failures.count, hits, "the other replicas sent nothing downstream")
   })
 })

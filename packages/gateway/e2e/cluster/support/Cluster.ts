@@ -29,7 +29,8 @@ import type { Proxy } from "./Proxy.ts"
 
 const BIN = fileURLToPath(new URL("../../../src/bin.ts", import.meta.url))
 
-export const IDENTITY_LIMIT = { rate: 20, burst: 40 } as const
+/** Low enough that a burst of requests outruns the refill even on a busy machine. */
+export const IDENTITY_LIMIT = { rate: 10, burst: 40 } as const
 
 // ---------------------------------------------------------------------------
 // Downstream
@@ -41,13 +42,16 @@ export interface Downstream {
   readonly open: Map<string, Http.ServerResponse>
   /** `/slow` requests whose client (the gateway) hung up before the answer. */
   readonly aborted: Array<string>
+  /** Requests to `/fail`, which always answers 503. */
+  readonly failures: { count: number }
   readonly close: () => Promise<void>
 }
 
-/** `GET /pets/{id}` answers at once; `GET /slow?ms=&tag=` after `ms`. */
+/** `GET /pets/{id}` answers at once; `GET /slow?ms=&tag=` after `ms`; `GET /fail` is 503. */
 const startDownstream = async (): Promise<Downstream> => {
   const open = new Map<string, Http.ServerResponse>()
   const aborted: Array<string> = []
+  const failures = { count: 0 }
   const sockets = new Set<Net.Socket>()
   const server = Http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://downstream")
@@ -68,6 +72,10 @@ const startDownstream = async (): Promise<Downstream> => {
       })
       return
     }
+    if (url.pathname === "/fail") {
+      failures.count++
+      return json(503, { error: "down for the test" })
+    }
     json(404, { error: "not found" })
   })
   server.on("connection", (socket) => {
@@ -79,6 +87,7 @@ const startDownstream = async (): Promise<Downstream> => {
     url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`,
     open,
     aborted,
+    failures,
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy()
@@ -159,7 +168,7 @@ export const startCluster = async (clusterOptions: { readonly replicas?: number 
     JANUS_MASTER_KEY: randomBytes(32).toString("base64"),
     REDIS_URL: redis.url,
     JANUS_HOST: "127.0.0.1",
-    LOG_LEVEL: "error",
+    LOG_LEVEL: process.env.CLUSTER_LOG_LEVEL ?? "error",
     DB_MAX_OPEN_CONNS: "6",
     CONFIG_CACHE_TTL: "1h",
     SECRET_CACHE_TTL: "1h",
@@ -417,9 +426,9 @@ export interface Load {
 /**
  * One loop per token, each sending `get_pet` calls through the proxy one after
  * another with `pauseMs` between them (bounded: loops x 1000 / pauseMs per
- * second at most), until stopped.
+ * second at most, and each loop under `IDENTITY_LIMIT.rate`), until stopped.
  */
-export const startLoad = (cluster: Cluster, tokens: ReadonlyArray<string>, pauseMs = 60): Load => {
+export const startLoad = (cluster: Cluster, tokens: ReadonlyArray<string>, pauseMs = 150): Load => {
   const outcomes: Array<Outcome> = []
   let running = true
   const loops = tokens.map(async (token, loop) => {
