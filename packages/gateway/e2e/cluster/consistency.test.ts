@@ -147,7 +147,8 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
     return sum
   }
 
-  it("the per-identity limit is one bucket for the whole cluster (Redis)", async () => {
+  /** One burst of `3 x burst` requests with a fresh token through the proxy, 4 at a time. */
+  const burstRound = async () => {
     const { token } = await clientToken(cluster)
     const total = 3 * IDENTITY_LIMIT.burst
     const fallbackBefore = await fallbacks()
@@ -155,7 +156,7 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
     const started = Date.now()
     const statuses: Array<number> = []
     let sent = 0
-    await Promise.all(Array.from({ length: 8 }, async () => {
+    await Promise.all(Array.from({ length: 4 }, async () => {
       while (sent < total) {
         sent++
         statuses.push((await statelessCall(cluster.proxy.url, token, "get_pet", { id: "limit" })).status)
@@ -165,18 +166,34 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
     const ok = statuses.filter((s) => s === 200).length
     const refused = statuses.filter((s) => s === 429).length
     assert.strictEqual(ok + refused, total, `only 200 and 429: ${statuses}`)
-    // One bucket: burst, plus what refilled meanwhile, plus the decisions a replica took in its own memory
-    // because Redis did not answer within the limiter's 50 ms (the documented fail-open, which a busy
-    // 2-core machine triggers now and then). Per-replica buckets would have admitted every request: each
-    // replica got `burst` of them.
     const fellBack = (await fallbacks()) - fallbackBefore
-    const allowed = IDENTITY_LIMIT.burst + Math.ceil(IDENTITY_LIMIT.rate * elapsedS) + fellBack + 2
-    const detail = `${ok} admitted in ${elapsedS}s (${fellBack} decided in memory), the global bucket allows ${allowed}`
-    assert.isAtMost(ok, allowed, detail)
-    assert.isAtLeast(ok, IDENTITY_LIMIT.burst - 2, detail)
-    assert.isAbove(refused, 0, detail)
     const refusedBy = new Set(cluster.proxy.routed.slice(before).filter((r) => r.status === 429).map((r) => r.backend))
-    assert.isAtLeast(refusedBy.size, 2, `replicas refuse once the shared bucket is empty; ${detail}`)
+    return { total, ok, refused, elapsedS, fellBack, refusedBy }
+  }
+
+  it("the per-identity limit is one bucket for the whole cluster (Redis)", async () => {
+    // A replica whose Redis call takes over the limiter's 50 ms decides in its own memory for a second
+    // (the documented fail-open), which a busy 2-core machine triggers now and then. Such a round measures
+    // the fallback, not the shared bucket: up to three rounds, judged on the first where Redis decided at
+    // least 90%.
+    const rounds: Array<Awaited<ReturnType<typeof burstRound>>> = []
+    for (let i = 0; i < 3; i++) {
+      const round = await burstRound()
+      rounds.push(round)
+      if (round.fellBack <= round.total / 10) break
+    }
+    const round = rounds[rounds.length - 1]!
+    const detail = rounds.map((r) =>
+      `${r.ok} admitted in ${r.elapsedS}s (${r.fellBack} decided in memory), refused by ${[...r.refusedBy]}`
+    ).join("; ")
+    assert.isAtMost(round.fellBack, round.total / 10, `Redis answered too slowly in every round: ${detail}`)
+    // One bucket: burst, plus what refilled meanwhile, plus the decisions taken in memory. Per-replica buckets
+    // would have admitted every request: each replica got `burst` of them.
+    const allowed = IDENTITY_LIMIT.burst + Math.ceil(IDENTITY_LIMIT.rate * round.elapsedS) + round.fellBack + 2
+    assert.isAtMost(round.ok, allowed, `the global bucket allows ${allowed}: ${detail}`)
+    assert.isAtLeast(round.ok, IDENTITY_LIMIT.burst - 2, detail)
+    assert.isAbove(round.refused, 0, detail)
+    assert.isAtLeast(round.refusedBy.size, 2, `replicas refuse once the shared bucket is empty; ${detail}`)
   })
 
   it("notifications/cancelled sent to another replica stops the call where it runs", async () => {
