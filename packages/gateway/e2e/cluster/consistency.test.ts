@@ -172,8 +172,8 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
   }
 
   it("the per-identity limit is one bucket for the whole cluster (Redis)", async () => {
-    // A replica whose Redis call takes over the limiter's 50 ms decides in its own memory for a second
-    // (the documented fail-open), which a busy 2-core machine triggers now and then. Such a round measures
+    // A replica whose Redis call takes over REDIS_TIMEOUT decides in its own memory for a second (the
+    // documented fail-open), which a busy 2-core machine can trigger now and then. Such a round measures
     // the fallback, not the shared bucket: up to three rounds, judged on the first where Redis decided at
     // least 90%.
     const rounds: Array<Awaited<ReturnType<typeof burstRound>>> = []
