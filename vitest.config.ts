@@ -5,14 +5,30 @@ import { defineConfig } from "vitest/config"
 // packages/storage/src/testing/Services.ts.
 export default defineConfig({
   test: {
-    projects: ["packages/storage", "packages/sse", "packages/studio", "packages/gateway", "deploy"].map((dir) => ({
-      extends: true,
-      test: {
-        name: dir.split("/").pop()!,
-        root: dir,
-        include: ["test/**/*.test.ts"]
+    projects: [
+      ...["packages/storage", "packages/sse", "packages/studio", "packages/gateway", "deploy"].map((dir) => ({
+        extends: true,
+        test: {
+          name: dir.split("/").pop()!,
+          root: dir,
+          include: ["test/**/*.test.ts"]
+        }
+      })),
+      // `pnpm e2e:cluster`: three gateway processes behind a round-robin proxy (packages/gateway/e2e/cluster).
+      // One file at a time: each starts its own Postgres, Redis and replicas, and two at once would not fit
+      // a 2-core machine.
+      {
+        extends: true,
+        test: {
+          name: "cluster",
+          root: "packages/gateway",
+          include: ["e2e/cluster/**/*.test.ts"],
+          fileParallelism: false,
+          testTimeout: 90_000,
+          hookTimeout: 120_000
+        }
       }
-    })),
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // In CI also a JSON report, from which .ci/run prints the plain "N passed, N failed" line.

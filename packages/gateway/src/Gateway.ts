@@ -10,7 +10,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Hub } from "@janus/sse"
 import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, type HttpServer } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
@@ -20,11 +20,13 @@ import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
 import * as Egress from "./egress/index.ts"
+import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, FederatedCatalog, type UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as Studio from "./http/Studio.ts"
+import * as Cancellations from "./mcp/Cancellations.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
 import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
@@ -50,6 +52,15 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
     )
   )
 })).pipe(Layer.provide(AdminAuth.layer))
+
+/** Circuit state in Redis (shared by every replica, memory while Redis is away), or in memory without Redis. */
+const BreakerStoreLive = Layer.unwrap(
+  Effect.map(Effect.service(JanusConfig), (config) =>
+    Option.match(config.REDIS_URL, {
+      onNone: () => CircuitBreaker.layerStoreMemory(),
+      onSome: (url) => SharedBreakerStore.layer({ url: Redacted.value(url) })
+    }))
+)
 
 /** Every route of the gateway; `mcp` overrides the MCP transport's options (tests). */
 export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
@@ -96,6 +107,7 @@ export const services: Layer.Layer<
   | ToolCatalog.ToolCatalog
   | ListChanged.ListChangedSignals
   | Sessions.McpSessionStore
+  | Cancellations.CallCancellations
   | Guard.McpGuard
   | CallAudit.CallAudit
   | Hub.Hub
@@ -124,6 +136,8 @@ export const services: Layer.Layer<
   ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer(),
+  // notifications/cancelled for a call running on another replica
+  SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
   OpenApiImporter.layer
 ).pipe(
@@ -137,8 +151,8 @@ export const services: Layer.Layer<
   Layer.provideMerge(
     Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
       Egress.Resolver.layerSystem,
-      // breaker state per connection as a gauge
-      Instrument.breakerStoreLayer.pipe(Layer.provide(CircuitBreaker.layerStoreMemory()))
+      // breaker state per connection as a gauge; shared through Redis when REDIS_URL is set
+      Instrument.breakerStoreLayer.pipe(Layer.provide(BreakerStoreLive))
     )))
   ),
   Layer.provideMerge(Security.AdmissionLive),

@@ -45,7 +45,7 @@ export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
     identityLimit: { rate: config.RATE_LIMIT_IDENTITY, burst: config.RATE_LIMIT_IDENTITY_BURST },
     redis: Option.match(config.REDIS_URL, {
       onNone: () => undefined,
-      onSome: (url) => ({ url: Redacted.value(url) })
+      onSome: (url) => ({ url: Redacted.value(url), timeout: config.REDIS_TIMEOUT })
     }),
     oauth: config.OAUTH_ENABLED
   })

@@ -6,13 +6,14 @@
  *
  * @since 0.1.0
  */
-import { Embedded, MasterKey, Postgres, type Storage } from "@janus/storage"
+import { Embedded, MasterKey, type Notifications, Postgres, type Storage } from "@janus/storage"
 import { Effect, Layer, Option } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { JanusConfig } from "./config/JanusConfig.ts"
 
-export type StorageServices = Storage.Storage | SqlClient.SqlClient | MasterKey
+/** `Notifications` too: cross-replica signals of the gateway's own (e.g. `sessions/SqlCancellations.ts`). */
+export type StorageServices = Storage.Storage | SqlClient.SqlClient | Notifications | MasterKey
 
 /** Where the data lives, for the start-up message. */
 export const describeStorage = (config: JanusConfig["Service"]): string =>

@@ -22,6 +22,7 @@ import * as CacheSettings from "./CacheSettings.ts"
 import * as SecretBox from "./Crypto.ts"
 import type { InvalidMasterKey } from "./Errors.ts"
 import { MasterKey } from "./MasterKey.ts"
+import type { Notifications } from "./Notifications.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 import { layerServices, type Storage, type StorageStartError } from "./Storage.ts"
 
@@ -40,7 +41,7 @@ export interface EmbeddedOptions {
 
 export const defaultJanusDir = "./.janus"
 
-export type EmbeddedServices = Storage | SqlClient.SqlClient | MasterKey | PgliteClient.Pglite
+export type EmbeddedServices = Storage | SqlClient.SqlClient | Notifications | MasterKey | PgliteClient.Pglite
 
 const settings = (options: Pick<EmbeddedOptions, "configCacheTtl" | "secretCacheTtl">) =>
   Layer.succeed(CacheSettings.CacheSettings, CacheSettings.make(options))

@@ -21,6 +21,7 @@ import type * as SqlClient from "effect/sql/SqlClient"
 import * as CacheSettings from "./CacheSettings.ts"
 import type { InvalidMasterKey } from "./Errors.ts"
 import { MasterKey } from "./MasterKey.ts"
+import type { Notifications } from "./Notifications.ts"
 import * as PostgresClient from "./PostgresClient.ts"
 import { layerServices, type Storage, type StorageStartError } from "./Storage.ts"
 
@@ -35,7 +36,7 @@ export interface PostgresStorageOptions extends PostgresClient.PostgresOptions {
   readonly secretCacheTtl?: Duration.Input | undefined
 }
 
-export type PostgresServices = Storage | SqlClient.SqlClient | PgClient.PgClient | MasterKey
+export type PostgresServices = Storage | SqlClient.SqlClient | PgClient.PgClient | Notifications | MasterKey
 
 /** The Postgres storage from plain options. */
 export const layer = (

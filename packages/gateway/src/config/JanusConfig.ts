@@ -73,6 +73,11 @@ export const VARIABLES = {
   DB_IDLE_TIMEOUT: variable(Settings.duration(), Duration.minutes(5), "Idle time before a pooled connection closes"),
   DB_CONN_MAX_LIFETIME: variable(Settings.duration(), Duration.minutes(30), "Lifetime of a pooled connection"),
   REDIS_URL: optional(Settings.url(["redis", "rediss"]), "Redis URL for global limits, breakers and caches", true),
+  REDIS_TIMEOUT: variable(
+    Settings.duration(Duration.seconds(10)),
+    Duration.millis(50),
+    "How long a rate-limit decision waits for Redis before deciding in this instance's memory for a second"
+  ),
   CONFIG_CACHE_TTL: variable(Settings.duration(), Duration.seconds(5), "Config and client-token cache TTL"),
   SECRET_CACHE_TTL: variable(Settings.duration(), Duration.seconds(30), "Secret cache TTL"),
   RESPONSE_CACHE_TTL: variable(

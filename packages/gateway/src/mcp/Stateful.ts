@@ -52,6 +52,7 @@ import {
 } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
+import * as Cancellations from "./Cancellations.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -130,6 +131,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   const standalone = new Map<string, Deferred.Deferred<void>>()
   const listChangedJson = encodeNotification("notifications/tools/list_changed")
   const ended = Deferred.await(options.shutdown)
+  const relay = yield* Cancellations.relay
 
   // -------------------------------------------------------------------------
   // Sessions
@@ -233,7 +235,8 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
       entry.fiber = yield* FiberSet.run(
         calls,
         Effect.ensuring(
-          effect,
+          // cancellable from other replicas too while it runs
+          relay.during(sessionId, key, Effect.asVoid(interruptLocal(sessionId, key)), effect),
           Effect.sync(() => {
             if (own.get(key) === entry) own.delete(key)
             if (own.size === 0 && inflight.get(sessionId) === own) inflight.delete(sessionId)
@@ -243,12 +246,23 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
       return entry.fiber
     })
 
+  /** Interrupts the call if this instance runs it; false when it does not. */
+  const interruptLocal = (sessionId: string, key: string): Effect.Effect<boolean> =>
+    Effect.suspend(() => {
+      const fiber = inflight.get(sessionId)?.get(key)?.fiber
+      return fiber === undefined ? Effect.succeed(false) : Effect.as(Effect.forkDetach(Fiber.interrupt(fiber)), true)
+    })
+
   const cancel = (sessionId: string, params: Readonly<Record<string, unknown>> | undefined) =>
     Effect.suspend(() => {
       const id = params?.requestId
       if (typeof id !== "string" && typeof id !== "number") return Effect.void
-      const fiber = inflight.get(sessionId)?.get(requestKey(id))?.fiber
-      return fiber === undefined ? Effect.void : Effect.asVoid(Effect.forkDetach(Fiber.interrupt(fiber)))
+      const key = requestKey(id)
+      return Effect.flatMap(
+        interruptLocal(sessionId, key),
+        // without sticky sessions the call may run on another replica (Cancellations.ts)
+        (interrupted) => interrupted ? Effect.void : relay.publish({ sessionId, requestKey: key })
+      )
     })
 
   const endSession = (sessionId: string) =>

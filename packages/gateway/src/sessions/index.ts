@@ -5,5 +5,6 @@
  *
  * @since 0.1.0
  */
+export * as SqlCancellations from "./SqlCancellations.ts"
 export { layer, make, type SqlStoreOptions } from "./SqlSessionStore.ts"
 export * as SqlSessionStore from "./SqlSessionStore.ts"
