@@ -198,6 +198,12 @@ export const migrations = {
     `ALTER TABLE mcp_session_messages ALTER COLUMN payload TYPE text USING payload::text`,
     `ALTER TABLE mcp_session_messages ADD CONSTRAINT mcp_session_messages_stream_fkey
       FOREIGN KEY (session_id, stream_id) REFERENCES mcp_session_streams (session_id, stream_id) ON DELETE CASCADE`
+  ),
+  // The level a 2025-era client asked for with logging/setLevel (null: none asked; every message is relayed).
+  // The prefix of an mcp connection's tool names (null: "<connection name>/"; "" none).
+  "0006_session_log_level_and_tool_prefix": statements(
+    `ALTER TABLE mcp_sessions ADD COLUMN log_level text`,
+    `ALTER TABLE connections ADD COLUMN tool_prefix text CHECK (tool_prefix IS NULL OR kind = 'mcp')`
   )
 } as const
 
