@@ -5,7 +5,8 @@
  *
  * - Input is decoded (`ConnectionInput`), then: the name is unique
  *   (`DuplicateName`), `baseUrl`/`url` are absolute http(s) URLs
- *   (`InvalidUrl`). The credential is only a secret's name.
+ *   (`InvalidUrl`). The credential is only a secret's name. An mcp
+ *   connection's `toolPrefix` (null: `<name>/`, `""`: none) is stored as is.
  * - `update` replaces the connection and needs the `version` that was read;
  *   a stale one fails with `VersionConflict` and changes nothing. The kind of
  *   a connection cannot change (its endpoints depend on it).
@@ -80,6 +81,7 @@ export class Connections extends Context.Service<Connections, {
           base_url: input.kind === "rest" ? input.baseUrl : null,
           url: input.kind === "mcp" ? input.url : null,
           transport: input.kind === "mcp" ? input.transport : null,
+          tool_prefix: input.kind === "mcp" ? input.toolPrefix : null,
           ...auth,
           timeout_ms: input.timeoutMs,
           retry_policy: input.kind === "rest" ? json(input.retry) : null,
@@ -109,10 +111,10 @@ export class Connections extends Context.Service<Connections, {
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<ConnectionRow>`
             INSERT INTO connections (id, name, kind, description, base_url, url, transport, auth_scheme, auth_header,
-              auth_username, secret_ref, timeout_ms, retry_policy, breaker_policy, egress_allow)
+              auth_username, secret_ref, timeout_ms, retry_policy, breaker_policy, egress_allow, tool_prefix)
             VALUES (${id}, ${c.name}, ${c.kind}, ${c.description}, ${c.base_url}, ${c.url}, ${c.transport},
               ${c.auth_scheme}, ${c.auth_header}, ${c.auth_username}, ${c.secret_ref}, ${c.timeout_ms},
-              ${c.retry_policy}::jsonb, ${c.breaker_policy}::jsonb, ${c.egress_allow}::text[])
+              ${c.retry_policy}::jsonb, ${c.breaker_policy}::jsonb, ${c.egress_allow}::text[], ${c.tool_prefix})
             RETURNING *`
           yield* feed.publish({ kind: "connection", ids: [id] })
           return rows
@@ -142,7 +144,7 @@ export class Connections extends Context.Service<Connections, {
               auth_header = ${c.auth_header}, auth_username = ${c.auth_username}, secret_ref = ${c.secret_ref},
               timeout_ms = ${c.timeout_ms}, retry_policy = ${c.retry_policy}::jsonb,
               breaker_policy = ${c.breaker_policy}::jsonb, egress_allow = ${c.egress_allow}::text[],
-              version = version + 1, updated_at = now()
+              tool_prefix = ${c.tool_prefix}, version = version + 1, updated_at = now()
             WHERE id = ${id} AND version = ${version}
             RETURNING *`
           if (rows[0] === undefined) {
@@ -204,6 +206,7 @@ interface ConnectionRow {
   readonly base_url: string | null
   readonly url: string | null
   readonly transport: "streamable-http" | "sse" | null
+  readonly tool_prefix?: string | null
   readonly auth_scheme: ConnectionAuth["scheme"]
   readonly auth_header: string | null
   readonly auth_username: string | null
@@ -257,7 +260,13 @@ export const fromRow = (row: ConnectionRow): Connection => {
       baseUrl: row.base_url!,
       retry: new RetryPolicy(row.retry_policy as RetryPolicy)
     })
-    : new McpConnection({ kind: "mcp", ...common, url: row.url!, transport: row.transport! })
+    : new McpConnection({
+      kind: "mcp",
+      ...common,
+      url: row.url!,
+      transport: row.transport!,
+      toolPrefix: row.tool_prefix ?? null
+    })
 }
 
 export type { ConnectionRow }

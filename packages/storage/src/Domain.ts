@@ -84,6 +84,17 @@ const EgressAllowList = Schema.NullOr(
   Schema.Array(Schema.String.check(Schema.isPattern(/^[^\s]{1,253}$/, expected("a host, .suffix or CIDR"))))
 )
 
+/**
+ * What goes in front of an upstream MCP tool's name: up to 32 tool-name
+ * characters, `""` for none (null: the default `<connection name>/`).
+ */
+export const ToolPrefixPattern = /^[A-Za-z0-9_./-]{0,32}$/
+const ToolPrefix = Schema.NullOr(
+  Schema.String.check(
+    Schema.isPattern(ToolPrefixPattern, expected("up to 32 characters of A-Za-z0-9_./- (\"\" for none), or null"))
+  )
+)
+
 export const McpTransport = Schema.Literals(["streamable-http", "sse"])
 export type McpTransport = typeof McpTransport.Type
 
@@ -113,7 +124,9 @@ export class McpConnection extends Schema.Class<McpConnection>("@janus/storage/M
   kind: Schema.Literal("mcp"),
   ...connectionCommon,
   url: Schema.String,
-  transport: McpTransport
+  transport: McpTransport,
+  /** In front of every tool name; null: `<connection name>/`, `""`: none. */
+  toolPrefix: Schema.NullOr(Schema.String)
 }) {}
 
 export const Connection = Schema.Union([RestConnection, McpConnection])
@@ -138,7 +151,8 @@ export const McpConnectionInput = Schema.Struct({
   kind: Schema.Literal("mcp"),
   ...inputCommon,
   url: Schema.String,
-  transport: McpTransport.pipe(Schema.withDecodingDefaultKey(succeed("streamable-http" as const)))
+  transport: McpTransport.pipe(Schema.withDecodingDefaultKey(succeed("streamable-http" as const))),
+  toolPrefix: ToolPrefix.pipe(Schema.withDecodingDefaultKey(succeed(null)))
 })
 /** What `Connections.create` takes (and `update`, with the current `version`). */
 export const ConnectionInput = Schema.Union([RestConnectionInput, McpConnectionInput])

@@ -52,8 +52,8 @@ for (const backend of backends) {
           const again = yield* Migrations.run
           assert.deepStrictEqual(again, [])
           const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM janus_migrations ORDER BY 1`
-          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5])
-          assert.strictEqual(Migrations.latestId, 5)
+          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5, 6])
+          assert.strictEqual(Migrations.latestId, 6)
           yield* (yield* StorageHealth).check
         }))
 
@@ -96,6 +96,21 @@ for (const backend of backends) {
           })
           assert.strictEqual(mcp.kind, "mcp")
           if (mcp.kind === "mcp") assert.strictEqual(mcp.transport, "sse")
+          // the tool prefix: null (the default `<name>/`) unless set; "" (none) is kept as such
+          if (mcp.kind === "mcp") assert.isNull(mcp.toolPrefix)
+          const bare = yield* connections.update(mcp.id, 1, {
+            kind: "mcp",
+            name: mcp.name,
+            url: "https://mcp.example.com/mcp",
+            toolPrefix: ""
+          })
+          assert.strictEqual(bare.kind === "mcp" ? bare.toolPrefix : undefined, "")
+          const got = yield* connections.get(mcp.id)
+          assert.strictEqual(got.kind === "mcp" ? got.toolPrefix : undefined, "")
+          yield* expectFailure(
+            connections.create({ kind: "mcp", name: unique("up"), url: "https://mcp.example.com", toolPrefix: "a b" }),
+            "InvalidInput"
+          )
 
           assert.deepStrictEqual(yield* connections.get(rest.id), rest)
           assert.isTrue(Option.isSome(yield* connections.findByName(name)))
