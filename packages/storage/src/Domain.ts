@@ -219,6 +219,11 @@ export class VirtualServer extends Schema.Class<VirtualServer>("@janus/storage/V
   name: Schema.String,
   description: Schema.String,
   tools: Schema.Array(Schema.String),
+  /**
+   * Serve upstream MCP tools under their upstream names, without the
+   * connection prefix, where that name is unique among the server's tools.
+   */
+  bareNames: Schema.Boolean,
   version: Schema.Int,
   createdAt: Schema.Date,
   updatedAt: Schema.Date
@@ -227,7 +232,8 @@ export class VirtualServer extends Schema.Class<VirtualServer>("@janus/storage/V
 export const VirtualServerInput = Schema.Struct({
   name: ResourceName,
   description: Description.pipe(Schema.withDecodingDefaultKey(succeed(""))),
-  tools: Schema.Array(Schema.String).check(Schema.isMaxLength(10_000))
+  tools: Schema.Array(Schema.String).check(Schema.isMaxLength(10_000)),
+  bareNames: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(succeed(false)))
 })
 export type VirtualServerInput = typeof VirtualServerInput.Encoded
 

@@ -201,9 +201,11 @@ export const migrations = {
   ),
   // The level a 2025-era client asked for with logging/setLevel (null: none asked; every message is relayed).
   // The prefix of an mcp connection's tool names (null: "<connection name>/"; "" none).
-  "0006_session_log_level_and_tool_prefix": statements(
+  // A virtual server may serve upstream tools under their bare names (where unique in the server).
+  "0006_session_log_level_and_tool_names": statements(
     `ALTER TABLE mcp_sessions ADD COLUMN log_level text`,
-    `ALTER TABLE connections ADD COLUMN tool_prefix text CHECK (tool_prefix IS NULL OR kind = 'mcp')`
+    `ALTER TABLE connections ADD COLUMN tool_prefix text CHECK (tool_prefix IS NULL OR kind = 'mcp')`,
+    `ALTER TABLE virtual_servers ADD COLUMN bare_names boolean NOT NULL DEFAULT false`
   )
 } as const
 

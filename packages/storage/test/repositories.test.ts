@@ -410,9 +410,11 @@ for (const backend of backends) {
           )
           assert.deepStrictEqual((yield* servers.get(created.id)).tools, tools)
 
-          const updated = yield* servers.update(created.id, 1, { name, tools: [two.name, one.name] })
+          assert.isFalse(created.bareNames)
+          const updated = yield* servers.update(created.id, 1, { name, tools: [two.name, one.name], bareNames: true })
           assert.deepStrictEqual(updated.tools, [two.name, one.name])
           assert.strictEqual(updated.version, 2)
+          assert.isTrue((yield* servers.get(created.id)).bareNames)
           yield* expectFailure(servers.update(created.id, 1, { name, tools: [] }), "VersionConflict")
 
           // Renaming an endpoint renames the member; deleting it removes the member.

@@ -12,9 +12,9 @@
  * - `input-required-result-*`: conformance-next (0.2.0-alpha.12) at 2026-07-28
  *   against the SDK v2 upstream `conf2`.
  *
- * The suite calls tools by bare names (`test_simple_text`), so the
- * connections are stored with `toolPrefix: ""` (none; the two upstreams'
- * names are unique).
+ * The suite calls tools by bare names (`test_simple_text`), so the virtual
+ * server serves them with `bareNames` (the two upstreams' names are unique);
+ * `/mcp` keeps them prefixed (`conf/test_simple_text`).
  *
  * No scenario fails through Janus only (the known-gap lists are empty);
  * non-tool-request fails alone too ({@link MODERN_BASELINE}). Not run: the 2026-07-28 runs of
@@ -144,7 +144,6 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
     name: "conf",
     url: upstream.url,
     transport: "streamable-http",
-    toolPrefix: "",
     egressAllowList: ["127.0.0.1"],
     timeoutMs: 20_000
   })
@@ -153,11 +152,10 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
     name: "conf2",
     url: (yield* ModernUpstream).url,
     transport: "streamable-http",
-    toolPrefix: "",
     egressAllowList: ["127.0.0.1"],
     timeoutMs: 20_000
   })
-  yield* (yield* VirtualServers).create({ name: "conformance", tools: ["conf/*", "conf2/*"] })
+  yield* (yield* VirtualServers).create({ name: "conformance", tools: ["conf/*", "conf2/*"], bareNames: true })
 }))
 
 const TestLayer = Seed.pipe(
