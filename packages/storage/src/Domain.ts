@@ -62,6 +62,23 @@ export const ConnectionAuth = Schema.Union([
 export type ConnectionAuth = typeof ConnectionAuth.Type
 export type AuthScheme = ConnectionAuth["scheme"]
 
+/**
+ * OAuth 2.0 client credentials against an upstream MCP server's
+ * authorization server (mcp connections only): the client secret is a
+ * secret referenced by name, like every credential.
+ */
+export const OAuthClientCredentials = Schema.Struct({
+  scheme: Schema.Literal("oauth-client-credentials"),
+  tokenUrl: Schema.String,
+  clientId: Schema.String.check(Schema.isPattern(/^[^\p{Cc}]{1,256}$/u, expected("1..256 characters"))),
+  secret: SecretName,
+  scope: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
+  audience: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024)))
+})
+/** How Janus authenticates to an upstream MCP server: the REST schemes or OAuth client credentials. */
+export const McpConnectionAuth = Schema.Union([...ConnectionAuth.members, OAuthClientCredentials])
+export type McpConnectionAuth = typeof McpConnectionAuth.Type
+
 /** Bounded retries with exponential backoff; the gateway retries only idempotent calls. */
 export class RetryPolicy extends Schema.Class<RetryPolicy>("@janus/storage/RetryPolicy")({
   maxAttempts: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10 }, expected("1..10 attempts"))),
@@ -102,7 +119,6 @@ const connectionCommon = {
   id: Schema.String,
   name: Schema.String,
   description: Schema.String,
-  auth: ConnectionAuth,
   timeoutMs: Schema.Int,
   breaker: BreakerPolicy,
   egressAllowList: Schema.NullOr(Schema.Array(Schema.String)),
@@ -115,6 +131,7 @@ const connectionCommon = {
 export class RestConnection extends Schema.Class<RestConnection>("@janus/storage/RestConnection")({
   kind: Schema.Literal("rest"),
   ...connectionCommon,
+  auth: ConnectionAuth,
   baseUrl: Schema.String,
   retry: RetryPolicy
 }) {}
@@ -123,6 +140,7 @@ export class RestConnection extends Schema.Class<RestConnection>("@janus/storage
 export class McpConnection extends Schema.Class<McpConnection>("@janus/storage/McpConnection")({
   kind: Schema.Literal("mcp"),
   ...connectionCommon,
+  auth: McpConnectionAuth,
   url: Schema.String,
   transport: McpTransport,
   /** In front of every tool name; null: `<connection name>/`, `""`: none. */
@@ -135,7 +153,6 @@ export type Connection = RestConnection | McpConnection
 const inputCommon = {
   name: ResourceName,
   description: Description.pipe(Schema.withDecodingDefaultKey(succeed(""))),
-  auth: ConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
   timeoutMs: TimeoutMs.pipe(Schema.withDecodingDefaultKey(succeed(30_000))),
   breaker: BreakerPolicy.pipe(Schema.withDecodingDefaultTypeKey(succeed(defaultBreakerPolicy))),
   egressAllowList: EgressAllowList.pipe(Schema.withDecodingDefaultKey(succeed(null)))
@@ -144,12 +161,14 @@ const inputCommon = {
 export const RestConnectionInput = Schema.Struct({
   kind: Schema.Literal("rest"),
   ...inputCommon,
+  auth: ConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
   baseUrl: Schema.String,
   retry: RetryPolicy.pipe(Schema.withDecodingDefaultTypeKey(succeed(defaultRetryPolicy)))
 })
 export const McpConnectionInput = Schema.Struct({
   kind: Schema.Literal("mcp"),
   ...inputCommon,
+  auth: McpConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
   url: Schema.String,
   transport: McpTransport.pipe(Schema.withDecodingDefaultKey(succeed("streamable-http" as const))),
   toolPrefix: ToolPrefix.pipe(Schema.withDecodingDefaultKey(succeed(null)))

@@ -202,10 +202,16 @@ export const migrations = {
   // The level a 2025-era client asked for with logging/setLevel (null: none asked; every message is relayed).
   // The prefix of an mcp connection's tool names (null: "<connection name>/"; "" none).
   // A virtual server may serve upstream tools under their bare names (where unique in the server).
-  "0006_session_log_level_and_tool_names": statements(
+  "0006_session_log_level_tool_names_upstream_oauth": statements(
     `ALTER TABLE mcp_sessions ADD COLUMN log_level text`,
     `ALTER TABLE connections ADD COLUMN tool_prefix text CHECK (tool_prefix IS NULL OR kind = 'mcp')`,
-    `ALTER TABLE virtual_servers ADD COLUMN bare_names boolean NOT NULL DEFAULT false`
+    `ALTER TABLE virtual_servers ADD COLUMN bare_names boolean NOT NULL DEFAULT false`,
+    // OAuth client credentials for mcp connections: token URL, client id, scope, audience (the secret is secret_ref)
+    `ALTER TABLE connections ADD COLUMN auth_oauth jsonb`,
+    `ALTER TABLE connections DROP CONSTRAINT connections_auth_scheme_check`,
+    `ALTER TABLE connections ADD CONSTRAINT connections_auth_scheme_check
+      CHECK (auth_scheme IN ('none', 'bearer', 'header', 'basic', 'oauth-client-credentials')
+        AND (auth_scheme <> 'oauth-client-credentials' OR (kind = 'mcp' AND auth_oauth IS NOT NULL)))`
   )
 } as const
 

@@ -112,6 +112,37 @@ for (const backend of backends) {
             "InvalidInput"
           )
 
+          // OAuth client credentials: mcp connections only, the token URL checked, the client secret by name
+          const oauth = {
+            scheme: "oauth-client-credentials",
+            tokenUrl: "https://auth.example.com/token",
+            clientId: "janus",
+            secret: "oauth-client",
+            audience: "mcp"
+          } as const
+          const withOAuth = yield* connections.create({
+            kind: "mcp",
+            name: unique("oauth"),
+            url: "https://mcp.example.com/mcp",
+            auth: oauth
+          })
+          assert.deepStrictEqual(withOAuth.auth, oauth)
+          assert.deepStrictEqual((yield* connections.get(withOAuth.id)).auth, oauth)
+          yield* expectFailure(
+            connections.create({
+              kind: "mcp",
+              name: unique("oauth"),
+              url: "https://mcp.example.com/mcp",
+              auth: { ...oauth, tokenUrl: "file:///etc/passwd" }
+            }),
+            "InvalidUrl"
+          )
+          yield* expectFailure(
+            connections.create({ ...restInput(unique("rest")), auth: oauth } as never),
+            "InvalidInput"
+          )
+          yield* connections.delete(withOAuth.id)
+
           assert.deepStrictEqual(yield* connections.get(rest.id), rest)
           assert.isTrue(Option.isSome(yield* connections.findByName(name)))
           const listed = yield* connections.list

@@ -90,7 +90,7 @@ import { UpstreamHttp } from "./UpstreamHttp.ts"
 export interface ConnectionOverrides {
   /** Replaces the stored `toolPrefix` (or `<connection name>/`) in front of every tool name (may be `""`). */
   readonly toolPrefix?: string | undefined
-  /** Replaces the connection's stored auth (e.g. OAuth client credentials). */
+  /** Replaces the connection's stored auth. */
   readonly auth?: UpstreamAuthConfig | undefined
 }
 
