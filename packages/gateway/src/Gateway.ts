@@ -107,13 +107,16 @@ export const services: Layer.Layer<
 > = Layer.mergeAll(
   // REST endpoints and upstream MCP servers as one tool list, filtered per caller
   // (through `/servers/{name}/mcp`, only the members of that virtual server)
-  ScopedCatalog.layer(VirtualServers.layerCatalog(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+  // and list-changed signals from storage writes (the hub) and from this replica's upstream MCP servers
+  Layer.mergeAll(
+    ScopedCatalog.layer(VirtualServers.layerCatalog(Layer.effectContext(Effect.context<ToolCatalog.ToolCatalog>()))),
+    ChangeSignals.ListChangedFromHubAndUpstreams
+  ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
     // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
     Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
     Layer.updateService(SecretCache, Instrument.secretCache),
     Layer.updateService(ConfigCache, Instrument.configCache)
   )))),
-  ChangeSignals.ListChangedFromHub,
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer(),
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
