@@ -3,7 +3,8 @@
  *
  * `AdminApiRoutes` adds every admin route to the `HttpRouter`:
  * connections, endpoints, virtual servers, client tokens, admin tokens and
- * secrets (write-only). It needs the storage repositories; OAuth
+ * secrets (write-only), the upstream MCP servers' state (read-only, when
+ * `UpstreamHealth` is present). It needs the storage repositories; OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
  * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
  * `GET /api/v1/events` (mounted by the lead).
@@ -43,6 +44,7 @@ import { EndpointRoutes } from "./Endpoints.ts"
 import { OpenApiRoutes } from "./OpenApi.ts"
 import { SecretRoutes } from "./Secrets.ts"
 import { AdminTokenRoutes, ClientTokenRoutes } from "./Tokens.ts"
+import { UpstreamRoutes } from "./Upstreams.ts"
 import { VirtualServerRoutes } from "./VirtualServers.ts"
 
 export { AdminAuth, AdminIdentity, type AdminPrincipal } from "./AdminAuth.ts"
@@ -72,7 +74,8 @@ export const AdminApiRoutes: Layer.Layer<
   ClientTokenRoutes,
   AdminTokenRoutes,
   SecretRoutes,
-  OpenApiRoutes
+  OpenApiRoutes,
+  UpstreamRoutes
 ).pipe(
   Layer.provide(AdminRouter.layer),
   Layer.provide(AdminAuth.layer)

@@ -3,15 +3,15 @@
  * 2025 session's GET stream gets `notifications/tools/list_changed`,
  * `tools/list` keeps answering without the dead upstream's tools (the other
  * upstream's stay and answer), and when it returns its tools come back with
- * another list-changed. Upstreams: the official SDK v1 (Streamable HTTP) and
+ * another list-changed; `GET /api/v1/upstreams` shows each state. Upstreams: the official SDK v1 (Streamable HTTP) and
  * v2 (2026-07-28) servers of `./upstreams.ts`.
  */
 import { assert, layer } from "@effect/vitest"
-import { Connections } from "@janus/storage"
+import { AdminTokens, Connections } from "@janus/storage"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
 import { waitUntil } from "./support.ts"
@@ -59,6 +59,17 @@ const connect = Effect.acquireRelease(
   ({ client }) => Effect.promise(() => client.close())
 )
 
+/** `GET /api/v1/upstreams` (what Studio shows): connection name -> state. */
+const upstreamStates = Effect.gen(function*() {
+  const token = Redacted.value((yield* (yield* AdminTokens).create({ name: `studio-${Math.random()}` })).plaintext)
+  const url = yield* HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/api/v1/upstreams", base)))
+  return yield* Effect.promise(async () => {
+    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
+    const body = await response.json() as { items: Array<{ connection: string; state: string; lastError: unknown }> }
+    return Object.fromEntries(body.items.map((i) => [i.connection, i.state]))
+  })
+}).pipe(Effect.orDie)
+
 layer(TestLayer, { timeout: 90_000, excludeTestServices: true })("an upstream dies and returns", (it) => {
   it.effect("tools/list answers without its tools, clients get list-changed both ways", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -77,11 +88,13 @@ layer(TestLayer, { timeout: 90_000, excludeTestServices: true })("an upstream di
       assert.deepStrictEqual(echoed.content, [{ type: "text", text: "still" }])
       yield* waitUntil(Effect.sync(() => changed.count > before), "list_changed when v1 went away")
       const whenDown = changed.count
+      assert.deepStrictEqual(yield* upstreamStates, { v1: "unhealthy", v2: "healthy" })
 
       yield* Effect.promise(() => servers.v1.start())
       yield* waitUntil(Effect.map(names, (n) => n.includes("v1/echo")), "v1's tools to return")
       yield* waitUntil(Effect.sync(() => changed.count > whenDown), "list_changed when v1 came back")
       const back = yield* Effect.promise(() => client.callTool({ name: "v1/echo", arguments: { text: "back" } }))
       assert.deepStrictEqual(back.content, [{ type: "text", text: "back" }])
+      assert.deepStrictEqual(yield* upstreamStates, { v1: "healthy", v2: "healthy" })
     })))
 })
