@@ -22,7 +22,7 @@ import { JanusConfig } from "./config/JanusConfig.ts"
 import * as Egress from "./egress/index.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog, type UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
@@ -112,8 +112,9 @@ export const services: Layer.Layer<
   Layer.mergeAll(
     ScopedCatalog.layer(VirtualServers.layerCatalog(Layer.effectContext(Effect.context<ToolCatalog.ToolCatalog>()))),
     ChangeSignals.ListChangedFromHubAndUpstreams,
-    // the upstreams' state for the admin API (Studio)
-    Layer.effectContext(Effect.context<UpstreamHealth>())
+    // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
+    // unscoped catalog along)
+    Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth))
   ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
     // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
     Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
