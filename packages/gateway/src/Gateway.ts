@@ -23,7 +23,7 @@ import * as Egress from "./egress/index.ts"
 import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog, FederatedCatalog, type UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
@@ -106,6 +106,7 @@ export const services: Layer.Layer<
   | Redactor
   | ToolCatalog.ToolCatalog
   | ListChanged.ListChangedSignals
+  | UpstreamHealth
   | Sessions.McpSessionStore
   | Cancellations.CallCancellations
   | Guard.McpGuard
@@ -113,9 +114,7 @@ export const services: Layer.Layer<
   | Hub.Hub
   | Egress.DownstreamClient
   | Egress.EgressPolicy
-  | OpenApiImporter
-  | FederatedCatalog
-  | UpstreamHealth,
+  | OpenApiImporter,
   | Egress.InvalidEgressConfig
   | Layer.Error<typeof Security.AdmissionLive>
   | Layer.Error<typeof Security.OAuthLive>
@@ -124,16 +123,19 @@ export const services: Layer.Layer<
 > = Layer.mergeAll(
   // REST endpoints and upstream MCP servers as one tool list, filtered per caller
   // (through `/servers/{name}/mcp`, only the members of that virtual server)
-  ScopedCatalog.layer(VirtualServers.layerCatalog(CompositeCatalog.layer(RestCatalog.layer.pipe(
+  // and list-changed signals from storage writes (the hub) and from this replica's upstream MCP servers
+  Layer.mergeAll(
+    ScopedCatalog.layer(VirtualServers.layerCatalog(Layer.effectContext(Effect.context<ToolCatalog.ToolCatalog>()))),
+    ChangeSignals.ListChangedFromHubAndUpstreams,
+    // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
+    // unscoped catalog along)
+    Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth))
+  ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
     // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
     Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
     Layer.updateService(SecretCache, Instrument.secretCache),
     Layer.updateService(ConfigCache, Instrument.configCache)
-  )))).pipe(
-    // the federation outside the catalog wrappers, so Studio's admin routes also see `UpstreamHealth`
-    Layer.provideMerge(FederatedCatalog.layer())
-  ),
-  ChangeSignals.ListChangedFromHub,
+  )))),
   ChangeSignals.AnnounceChanges,
   SqlSessionStore.layer(),
   // notifications/cancelled for a call running on another replica

@@ -5,7 +5,10 @@
  *
  * - Input is decoded (`ConnectionInput`), then: the name is unique
  *   (`DuplicateName`), `baseUrl`/`url` are absolute http(s) URLs
- *   (`InvalidUrl`). The credential is only a secret's name.
+ *   (`InvalidUrl`). The credential is only a secret's name; mcp connections
+ *   may also use OAuth client credentials (`auth.tokenUrl` an http(s) URL,
+ *   the client secret a secret's name). An mcp
+ *   connection's `toolPrefix` (null: `<name>/`, `""`: none) is stored as is.
  * - `update` replaces the connection and needs the `version` that was read;
  *   a stale one fails with `VersionConflict` and changes nothing. The kind of
  *   a connection cannot change (its endpoints depend on it).
@@ -27,6 +30,7 @@ import {
   type ConnectionAuth,
   ConnectionInput,
   McpConnection,
+  type McpConnectionAuth,
   RestConnection,
   RetryPolicy
 } from "./Domain.ts"
@@ -68,6 +72,9 @@ export class Connections extends Context.Service<Connections, {
         const input = yield* decode(raw)
         if (input.kind === "rest") yield* checkHttpUrl("connection", "baseUrl", input.baseUrl)
         else yield* checkHttpUrl("connection", "url", input.url)
+        if (input.auth.scheme === "oauth-client-credentials") {
+          yield* checkHttpUrl("connection", "auth.tokenUrl", input.auth.tokenUrl)
+        }
         return input
       })
 
@@ -80,6 +87,7 @@ export class Connections extends Context.Service<Connections, {
           base_url: input.kind === "rest" ? input.baseUrl : null,
           url: input.kind === "mcp" ? input.url : null,
           transport: input.kind === "mcp" ? input.transport : null,
+          tool_prefix: input.kind === "mcp" ? input.toolPrefix : null,
           ...auth,
           timeout_ms: input.timeoutMs,
           retry_policy: input.kind === "rest" ? json(input.retry) : null,
@@ -109,10 +117,12 @@ export class Connections extends Context.Service<Connections, {
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<ConnectionRow>`
             INSERT INTO connections (id, name, kind, description, base_url, url, transport, auth_scheme, auth_header,
-              auth_username, secret_ref, timeout_ms, retry_policy, breaker_policy, egress_allow)
+              auth_username, secret_ref, timeout_ms, retry_policy, breaker_policy, egress_allow, tool_prefix,
+              auth_oauth)
             VALUES (${id}, ${c.name}, ${c.kind}, ${c.description}, ${c.base_url}, ${c.url}, ${c.transport},
               ${c.auth_scheme}, ${c.auth_header}, ${c.auth_username}, ${c.secret_ref}, ${c.timeout_ms},
-              ${c.retry_policy}::jsonb, ${c.breaker_policy}::jsonb, ${c.egress_allow}::text[])
+              ${c.retry_policy}::jsonb, ${c.breaker_policy}::jsonb, ${c.egress_allow}::text[], ${c.tool_prefix},
+              ${c.auth_oauth}::jsonb)
             RETURNING *`
           yield* feed.publish({ kind: "connection", ids: [id] })
           return rows
@@ -142,6 +152,7 @@ export class Connections extends Context.Service<Connections, {
               auth_header = ${c.auth_header}, auth_username = ${c.auth_username}, secret_ref = ${c.secret_ref},
               timeout_ms = ${c.timeout_ms}, retry_policy = ${c.retry_policy}::jsonb,
               breaker_policy = ${c.breaker_policy}::jsonb, egress_allow = ${c.egress_allow}::text[],
+              tool_prefix = ${c.tool_prefix}, auth_oauth = ${c.auth_oauth}::jsonb,
               version = version + 1, updated_at = now()
             WHERE id = ${id} AND version = ${version}
             RETURNING *`
@@ -204,7 +215,9 @@ interface ConnectionRow {
   readonly base_url: string | null
   readonly url: string | null
   readonly transport: "streamable-http" | "sse" | null
-  readonly auth_scheme: ConnectionAuth["scheme"]
+  readonly tool_prefix?: string | null
+  readonly auth_scheme: McpConnectionAuth["scheme"]
+  readonly auth_oauth?: unknown
   readonly auth_header: string | null
   readonly auth_username: string | null
   readonly secret_ref: string | null
@@ -217,15 +230,35 @@ interface ConnectionRow {
   readonly updated_at: Date
 }
 
-const authColumns = (auth: ConnectionAuth) => ({
+const authColumns = (auth: McpConnectionAuth) => ({
   auth_scheme: auth.scheme,
   auth_header: auth.scheme === "header" ? auth.header : null,
   auth_username: auth.scheme === "basic" ? auth.username : null,
-  secret_ref: auth.scheme === "none" ? null : auth.secret
+  secret_ref: auth.scheme === "none" ? null : auth.secret,
+  auth_oauth: auth.scheme === "oauth-client-credentials"
+    ? json({
+      tokenUrl: auth.tokenUrl,
+      clientId: auth.clientId,
+      ...(auth.scope === undefined ? {} : { scope: auth.scope }),
+      ...(auth.audience === undefined ? {} : { audience: auth.audience })
+    })
+    : null
 })
 
-const authFromRow = (row: ConnectionRow): ConnectionAuth => {
+const authFromRow = (row: ConnectionRow): McpConnectionAuth => {
   switch (row.auth_scheme) {
+    case "oauth-client-credentials": {
+      const raw = typeof row.auth_oauth === "string" ? JSON.parse(row.auth_oauth) : row.auth_oauth
+      const oauth = raw as { tokenUrl: string; clientId: string; scope?: string; audience?: string }
+      return {
+        scheme: "oauth-client-credentials",
+        tokenUrl: oauth.tokenUrl,
+        clientId: oauth.clientId,
+        secret: row.secret_ref!,
+        ...(oauth.scope === undefined ? {} : { scope: oauth.scope }),
+        ...(oauth.audience === undefined ? {} : { audience: oauth.audience })
+      }
+    }
     case "none":
       return { scheme: "none" }
     case "bearer":
@@ -242,7 +275,6 @@ export const fromRow = (row: ConnectionRow): Connection => {
     id: row.id,
     name: row.name,
     description: row.description,
-    auth: authFromRow(row),
     timeoutMs: toNumber(row.timeout_ms),
     breaker: new BreakerPolicy(row.breaker_policy as BreakerPolicy),
     egressAllowList: row.egress_allow === null ? null : [...row.egress_allow],
@@ -254,10 +286,19 @@ export const fromRow = (row: ConnectionRow): Connection => {
     ? new RestConnection({
       kind: "rest",
       ...common,
+      // the table's check keeps OAuth client credentials to mcp connections
+      auth: authFromRow(row) as ConnectionAuth,
       baseUrl: row.base_url!,
       retry: new RetryPolicy(row.retry_policy as RetryPolicy)
     })
-    : new McpConnection({ kind: "mcp", ...common, url: row.url!, transport: row.transport! })
+    : new McpConnection({
+      kind: "mcp",
+      ...common,
+      auth: authFromRow(row),
+      url: row.url!,
+      transport: row.transport!,
+      toolPrefix: row.tool_prefix ?? null
+    })
 }
 
 export type { ConnectionRow }

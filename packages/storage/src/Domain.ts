@@ -62,6 +62,23 @@ export const ConnectionAuth = Schema.Union([
 export type ConnectionAuth = typeof ConnectionAuth.Type
 export type AuthScheme = ConnectionAuth["scheme"]
 
+/**
+ * OAuth 2.0 client credentials against an upstream MCP server's
+ * authorization server (mcp connections only): the client secret is a
+ * secret referenced by name, like every credential.
+ */
+export const OAuthClientCredentials = Schema.Struct({
+  scheme: Schema.Literal("oauth-client-credentials"),
+  tokenUrl: Schema.String,
+  clientId: Schema.String.check(Schema.isPattern(/^[^\p{Cc}]{1,256}$/u, expected("1..256 characters"))),
+  secret: SecretName,
+  scope: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
+  audience: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024)))
+})
+/** How Janus authenticates to an upstream MCP server: the REST schemes or OAuth client credentials. */
+export const McpConnectionAuth = Schema.Union([...ConnectionAuth.members, OAuthClientCredentials])
+export type McpConnectionAuth = typeof McpConnectionAuth.Type
+
 /** Bounded retries with exponential backoff; the gateway retries only idempotent calls. */
 export class RetryPolicy extends Schema.Class<RetryPolicy>("@janus/storage/RetryPolicy")({
   maxAttempts: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10 }, expected("1..10 attempts"))),
@@ -84,6 +101,17 @@ const EgressAllowList = Schema.NullOr(
   Schema.Array(Schema.String.check(Schema.isPattern(/^[^\s]{1,253}$/, expected("a host, .suffix or CIDR"))))
 )
 
+/**
+ * What goes in front of an upstream MCP tool's name: up to 32 tool-name
+ * characters, `""` for none (null: the default `<connection name>/`).
+ */
+export const ToolPrefixPattern = /^[A-Za-z0-9_./-]{0,32}$/
+const ToolPrefix = Schema.NullOr(
+  Schema.String.check(
+    Schema.isPattern(ToolPrefixPattern, expected("up to 32 characters of A-Za-z0-9_./- (\"\" for none), or null"))
+  )
+)
+
 export const McpTransport = Schema.Literals(["streamable-http", "sse"])
 export type McpTransport = typeof McpTransport.Type
 
@@ -91,7 +119,6 @@ const connectionCommon = {
   id: Schema.String,
   name: Schema.String,
   description: Schema.String,
-  auth: ConnectionAuth,
   timeoutMs: Schema.Int,
   breaker: BreakerPolicy,
   egressAllowList: Schema.NullOr(Schema.Array(Schema.String)),
@@ -104,6 +131,7 @@ const connectionCommon = {
 export class RestConnection extends Schema.Class<RestConnection>("@janus/storage/RestConnection")({
   kind: Schema.Literal("rest"),
   ...connectionCommon,
+  auth: ConnectionAuth,
   baseUrl: Schema.String,
   retry: RetryPolicy
 }) {}
@@ -112,8 +140,11 @@ export class RestConnection extends Schema.Class<RestConnection>("@janus/storage
 export class McpConnection extends Schema.Class<McpConnection>("@janus/storage/McpConnection")({
   kind: Schema.Literal("mcp"),
   ...connectionCommon,
+  auth: McpConnectionAuth,
   url: Schema.String,
-  transport: McpTransport
+  transport: McpTransport,
+  /** In front of every tool name; null: `<connection name>/`, `""`: none. */
+  toolPrefix: Schema.NullOr(Schema.String)
 }) {}
 
 export const Connection = Schema.Union([RestConnection, McpConnection])
@@ -122,7 +153,6 @@ export type Connection = RestConnection | McpConnection
 const inputCommon = {
   name: ResourceName,
   description: Description.pipe(Schema.withDecodingDefaultKey(succeed(""))),
-  auth: ConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
   timeoutMs: TimeoutMs.pipe(Schema.withDecodingDefaultKey(succeed(30_000))),
   breaker: BreakerPolicy.pipe(Schema.withDecodingDefaultTypeKey(succeed(defaultBreakerPolicy))),
   egressAllowList: EgressAllowList.pipe(Schema.withDecodingDefaultKey(succeed(null)))
@@ -131,14 +161,17 @@ const inputCommon = {
 export const RestConnectionInput = Schema.Struct({
   kind: Schema.Literal("rest"),
   ...inputCommon,
+  auth: ConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
   baseUrl: Schema.String,
   retry: RetryPolicy.pipe(Schema.withDecodingDefaultTypeKey(succeed(defaultRetryPolicy)))
 })
 export const McpConnectionInput = Schema.Struct({
   kind: Schema.Literal("mcp"),
   ...inputCommon,
+  auth: McpConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
   url: Schema.String,
-  transport: McpTransport.pipe(Schema.withDecodingDefaultKey(succeed("streamable-http" as const)))
+  transport: McpTransport.pipe(Schema.withDecodingDefaultKey(succeed("streamable-http" as const))),
+  toolPrefix: ToolPrefix.pipe(Schema.withDecodingDefaultKey(succeed(null)))
 })
 /** What `Connections.create` takes (and `update`, with the current `version`). */
 export const ConnectionInput = Schema.Union([RestConnectionInput, McpConnectionInput])
@@ -205,6 +238,11 @@ export class VirtualServer extends Schema.Class<VirtualServer>("@janus/storage/V
   name: Schema.String,
   description: Schema.String,
   tools: Schema.Array(Schema.String),
+  /**
+   * Serve upstream MCP tools under their upstream names, without the
+   * connection prefix, where that name is unique among the server's tools.
+   */
+  bareNames: Schema.Boolean,
   version: Schema.Int,
   createdAt: Schema.Date,
   updatedAt: Schema.Date
@@ -213,7 +251,8 @@ export class VirtualServer extends Schema.Class<VirtualServer>("@janus/storage/V
 export const VirtualServerInput = Schema.Struct({
   name: ResourceName,
   description: Description.pipe(Schema.withDecodingDefaultKey(succeed(""))),
-  tools: Schema.Array(Schema.String).check(Schema.isMaxLength(10_000))
+  tools: Schema.Array(Schema.String).check(Schema.isMaxLength(10_000)),
+  bareNames: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(succeed(false)))
 })
 export type VirtualServerInput = typeof VirtualServerInput.Encoded
 

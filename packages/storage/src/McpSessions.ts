@@ -8,7 +8,7 @@
  *
  * - `mcp_sessions`: id, owner, protocol version, client info and
  *   capabilities (jsonb), created / last seen / expires (`last seen + idle
- *   timeout`, computed by the caller).
+ *   timeout`, computed by the caller), the client's `logging/setLevel` level.
  * - `mcp_session_streams`: one row per stream: its seq counter `last_seq`,
  *   the `closed` marker, and an `ordinal` that orders streams by age.
  * - `mcp_session_messages`: `(session, stream, seq) -> payload`, the JSON-RPC
@@ -68,6 +68,8 @@ export interface McpSessionRecord {
   readonly lastSeenAt: Date
   /** When the session ends unless touched again. */
   readonly expiresAt: Date
+  /** The `logging/setLevel` level the client asked for; absent or null when it never did. */
+  readonly logLevel?: string | null | undefined
 }
 
 /** A stored message of a stream. */
@@ -104,6 +106,8 @@ export class McpSessions extends Context.Service<McpSessions, {
   readonly create: (session: McpSessionRecord) => Effect.Effect<void, StorageError>
   /** The session, unless missing or expired at `now`. */
   readonly get: (id: string, now: Date) => Effect.Effect<Option.Option<McpSessionRecord>, StorageError>
+  /** Records the client's `logging/setLevel` level; false when the session does not exist. */
+  readonly setLogLevel: (id: string, level: string) => Effect.Effect<boolean, StorageError>
   /** Records activity. */
   readonly touch: (id: string, lastSeenAt: Date, expiresAt: Date) => Effect.Effect<void, StorageError>
   /** Deletes the session, its streams and messages; true when it existed. */
@@ -156,9 +160,11 @@ interface SessionRow {
   readonly created_at: Date | string
   readonly last_seen_at: Date | string
   readonly expires_at: Date | string
+  readonly log_level: string | null
 }
 
-const sessionColumns = "id, owner_id, protocol_version, client_info, capabilities, created_at, last_seen_at, expires_at"
+const sessionColumns =
+  "id, owner_id, protocol_version, client_info, capabilities, created_at, last_seen_at, expires_at, log_level"
 
 const parsedJson = (value: unknown): unknown => typeof value === "string" ? JSON.parse(value) : value
 
@@ -176,7 +182,8 @@ const fromRow = (row: SessionRow): McpSessionRecord => {
     clientCapabilities: isObject(capabilities) ? capabilities : {},
     createdAt: toDate(row.created_at),
     lastSeenAt: toDate(row.last_seen_at),
-    expiresAt: toDate(row.expires_at)
+    expiresAt: toDate(row.expires_at),
+    logLevel: row.log_level
   }
 }
 
@@ -265,11 +272,11 @@ const make = Effect.gen(function*() {
         SELECT pg_notify(${channel}, ${payload(session.id, null)}) FROM gone`
       yield* sql`
         INSERT INTO mcp_sessions (id, owner_id, protocol_version, client_info, capabilities,
-          created_at, last_seen_at, expires_at)
+          created_at, last_seen_at, expires_at, log_level)
         VALUES (${session.id}, ${session.ownerId}, ${session.protocolVersion},
           ${session.clientInfo === null ? null : json(session.clientInfo)}::jsonb,
           ${json(session.clientCapabilities)}::jsonb, ${session.createdAt}::timestamptz,
-          ${session.lastSeenAt}::timestamptz, ${session.expiresAt}::timestamptz)`
+          ${session.lastSeenAt}::timestamptz, ${session.expiresAt}::timestamptz, ${session.logLevel ?? null})`
       return replaced.length > 0
     })).pipe(
       Effect.tap((replaced) => Effect.sync(() => replaced && wake(session.id, null))),
@@ -289,6 +296,12 @@ const make = Effect.gen(function*() {
     sql`
       UPDATE mcp_sessions SET last_seen_at = ${lastSeenAt}::timestamptz, expires_at = ${expiresAt}::timestamptz
       WHERE id = ${id}`.pipe(Effect.asVoid, storageError("mcpSessions.touch"))
+
+  const setLogLevel = (id: string, level: string) =>
+    sql<{ id: string }>`UPDATE mcp_sessions SET log_level = ${level} WHERE id = ${id} RETURNING id`.pipe(
+      Effect.map((rows) => rows.length > 0),
+      storageError("mcpSessions.setLogLevel")
+    )
 
   const remove = (id: string) =>
     sql`
@@ -431,6 +444,7 @@ const make = Effect.gen(function*() {
   return McpSessions.of({
     create,
     get,
+    setLogLevel,
     touch,
     delete: remove,
     deleteExpired,

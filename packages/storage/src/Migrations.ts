@@ -198,6 +198,20 @@ export const migrations = {
     `ALTER TABLE mcp_session_messages ALTER COLUMN payload TYPE text USING payload::text`,
     `ALTER TABLE mcp_session_messages ADD CONSTRAINT mcp_session_messages_stream_fkey
       FOREIGN KEY (session_id, stream_id) REFERENCES mcp_session_streams (session_id, stream_id) ON DELETE CASCADE`
+  ),
+  // The level a 2025-era client asked for with logging/setLevel (null: none asked; every message is relayed).
+  // The prefix of an mcp connection's tool names (null: "<connection name>/"; "" none).
+  // A virtual server may serve upstream tools under their bare names (where unique in the server).
+  "0006_session_log_level_tool_names_upstream_oauth": statements(
+    `ALTER TABLE mcp_sessions ADD COLUMN log_level text`,
+    `ALTER TABLE connections ADD COLUMN tool_prefix text CHECK (tool_prefix IS NULL OR kind = 'mcp')`,
+    `ALTER TABLE virtual_servers ADD COLUMN bare_names boolean NOT NULL DEFAULT false`,
+    // OAuth client credentials for mcp connections: token URL, client id, scope, audience (the secret is secret_ref)
+    `ALTER TABLE connections ADD COLUMN auth_oauth jsonb`,
+    `ALTER TABLE connections DROP CONSTRAINT connections_auth_scheme_check`,
+    `ALTER TABLE connections ADD CONSTRAINT connections_auth_scheme_check
+      CHECK (auth_scheme IN ('none', 'bearer', 'header', 'basic', 'oauth-client-credentials')
+        AND (auth_scheme <> 'oauth-client-credentials' OR (kind = 'mcp' AND auth_oauth IS NOT NULL)))`
   )
 } as const
 

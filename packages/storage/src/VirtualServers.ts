@@ -12,6 +12,8 @@
  *   an endpoint or connection renames the member and deleting one removes it.
  * - A server and its members are written in one transaction; `update`
  *   replaces both and needs the `version` that was read (`VersionConflict`).
+ * - `bareNames` asks the gateway to serve upstream tools without their
+ *   connection prefix where unique (stored as given).
  * - Every write signals a `virtual_server` change.
  *
  * @since 0.1.0
@@ -134,6 +136,7 @@ export class VirtualServers extends Context.Service<VirtualServers, {
                 tools: members.filter((m) => m.virtual_server_id === row.id).map((m) =>
                   m.endpoint_name ?? `${m.connection_name}/${m.upstream_tool}`
                 ),
+                bareNames: row.bare_names,
                 version: toNumber(row.version),
                 createdAt: toDate(row.created_at),
                 updatedAt: toDate(row.updated_at)
@@ -150,7 +153,8 @@ export class VirtualServers extends Context.Service<VirtualServers, {
           const members = yield* resolve(input.tools)
           const id = randomUUID()
           const rows = yield* sql<ServerRow>`
-            INSERT INTO virtual_servers (id, name, description) VALUES (${id}, ${input.name}, ${input.description})
+            INSERT INTO virtual_servers (id, name, description, bare_names)
+            VALUES (${id}, ${input.name}, ${input.description}, ${input.bareNames})
             RETURNING *`
           yield* writeMembers(id, members)
           yield* feed.publish({ kind: "virtual_server", ids: [id] })
@@ -170,7 +174,7 @@ export class VirtualServers extends Context.Service<VirtualServers, {
           const members = yield* resolve(input.tools)
           const rows = yield* sql<ServerRow>`
             UPDATE virtual_servers SET name = ${input.name}, description = ${input.description},
-              version = version + 1, updated_at = now()
+              bare_names = ${input.bareNames}, version = version + 1, updated_at = now()
             WHERE id = ${id} AND version = ${version}
             RETURNING *`
           if (rows[0] === undefined) {
@@ -229,6 +233,7 @@ interface ServerRow {
   readonly id: string
   readonly name: string
   readonly description: string
+  readonly bare_names: boolean
   readonly version: number | bigint
   readonly created_at: Date
   readonly updated_at: Date

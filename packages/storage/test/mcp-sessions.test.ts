@@ -30,6 +30,7 @@ const session = (id: string, now: number, extra: Partial<McpSessionRecord> = {})
   createdAt: new Date(now),
   lastSeenAt: new Date(now),
   expiresAt: new Date(now + HOUR),
+  logLevel: null,
   ...extra
 })
 
@@ -61,6 +62,11 @@ for (const backend of backends) {
           assert.strictEqual(touched.lastSeenAt.getTime(), now + 1_000)
           assert.strictEqual(touched.expiresAt.getTime(), now + 1_000 + HOUR)
           assert.strictEqual(touched.createdAt.getTime(), now)
+
+          // logging/setLevel is kept with the session
+          assert.isTrue(yield* sessions.setLogLevel(id, "warning"))
+          assert.strictEqual(Option.getOrThrow(yield* sessions.get(id, new Date(now))).logLevel, "warning")
+          assert.isFalse(yield* sessions.setLogLevel(unique("nope"), "warning"))
 
           // No client info is stored as null; creating again with the same id replaces it and its streams.
           yield* sessions.openStream(id, "a", { maxStreams: 8 })

@@ -52,8 +52,8 @@ for (const backend of backends) {
           const again = yield* Migrations.run
           assert.deepStrictEqual(again, [])
           const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM janus_migrations ORDER BY 1`
-          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5])
-          assert.strictEqual(Migrations.latestId, 5)
+          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5, 6])
+          assert.strictEqual(Migrations.latestId, 6)
           yield* (yield* StorageHealth).check
         }))
 
@@ -96,6 +96,52 @@ for (const backend of backends) {
           })
           assert.strictEqual(mcp.kind, "mcp")
           if (mcp.kind === "mcp") assert.strictEqual(mcp.transport, "sse")
+          // the tool prefix: null (the default `<name>/`) unless set; "" (none) is kept as such
+          if (mcp.kind === "mcp") assert.isNull(mcp.toolPrefix)
+          const bare = yield* connections.update(mcp.id, 1, {
+            kind: "mcp",
+            name: mcp.name,
+            url: "https://mcp.example.com/mcp",
+            toolPrefix: ""
+          })
+          assert.strictEqual(bare.kind === "mcp" ? bare.toolPrefix : undefined, "")
+          const got = yield* connections.get(mcp.id)
+          assert.strictEqual(got.kind === "mcp" ? got.toolPrefix : undefined, "")
+          yield* expectFailure(
+            connections.create({ kind: "mcp", name: unique("up"), url: "https://mcp.example.com", toolPrefix: "a b" }),
+            "InvalidInput"
+          )
+
+          // OAuth client credentials: mcp connections only, the token URL checked, the client secret by name
+          const oauth = {
+            scheme: "oauth-client-credentials",
+            tokenUrl: "https://auth.example.com/token",
+            clientId: "janus",
+            secret: "oauth-client",
+            audience: "mcp"
+          } as const
+          const withOAuth = yield* connections.create({
+            kind: "mcp",
+            name: unique("oauth"),
+            url: "https://mcp.example.com/mcp",
+            auth: oauth
+          })
+          assert.deepStrictEqual(withOAuth.auth, oauth)
+          assert.deepStrictEqual((yield* connections.get(withOAuth.id)).auth, oauth)
+          yield* expectFailure(
+            connections.create({
+              kind: "mcp",
+              name: unique("oauth"),
+              url: "https://mcp.example.com/mcp",
+              auth: { ...oauth, tokenUrl: "file:///etc/passwd" }
+            }),
+            "InvalidUrl"
+          )
+          yield* expectFailure(
+            connections.create({ ...restInput(unique("rest")), auth: oauth } as never),
+            "InvalidInput"
+          )
+          yield* connections.delete(withOAuth.id)
 
           assert.deepStrictEqual(yield* connections.get(rest.id), rest)
           assert.isTrue(Option.isSome(yield* connections.findByName(name)))
@@ -395,9 +441,11 @@ for (const backend of backends) {
           )
           assert.deepStrictEqual((yield* servers.get(created.id)).tools, tools)
 
-          const updated = yield* servers.update(created.id, 1, { name, tools: [two.name, one.name] })
+          assert.isFalse(created.bareNames)
+          const updated = yield* servers.update(created.id, 1, { name, tools: [two.name, one.name], bareNames: true })
           assert.deepStrictEqual(updated.tools, [two.name, one.name])
           assert.strictEqual(updated.version, 2)
+          assert.isTrue((yield* servers.get(created.id)).bareNames)
           yield* expectFailure(servers.update(created.id, 1, { name, tools: [] }), "VersionConflict")
 
           // Renaming an endpoint renames the member; deleting it removes the member.

@@ -1,6 +1,6 @@
 /**
- * Connection health for Studio: `GET /api/v1/upstreams` (the state of every
- * upstream MCP server) and `POST /api/v1/connections/:id/test`.
+ * Connection tests for Studio: `POST /api/v1/connections/:id/test` (the
+ * upstreams' state list is `GET /api/v1/upstreams`, in `Upstreams.ts`).
  *
  * **Rules**
  *
@@ -27,22 +27,9 @@ import { authScheme } from "../tools/RestCatalog.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import * as Problem from "./Problem.ts"
 import { param } from "./Resource.ts"
+import { present } from "./Upstreams.ts"
 
 const TEST_TIMEOUT_MS = 10_000
-
-const presentStatus = (s: UpstreamStatus) => ({
-  connectionId: s.connectionId,
-  connection: s.connection,
-  url: s.url,
-  transport: s.transport,
-  state: s.state,
-  protocolVersion: s.protocolVersion ?? null,
-  toolCount: s.toolCount,
-  lastError: s.lastError ?? null,
-  lastErrorAt: s.lastErrorAt?.toISOString() ?? null,
-  since: s.since.toISOString(),
-  nextAttemptAt: s.nextAttemptAt?.toISOString() ?? null
-})
 
 const describeStatus = (s: UpstreamStatus): string =>
   s.state === "healthy"
@@ -63,16 +50,6 @@ export const ConnectionCheckRoutes: Layer.Layer<
     const health = Effect.serviceOption(UpstreamHealth)
 
     yield* router.add(
-      "GET",
-      "/upstreams",
-      Effect.gen(function*() {
-        const service = yield* health
-        const all = Option.isSome(service) ? yield* service.value.list : []
-        return HttpServerResponse.jsonUnsafe({ items: all.map(presentStatus) })
-      })
-    )
-
-    yield* router.add(
       "POST",
       "/connections/:id/test",
       Effect.gen(function*() {
@@ -82,7 +59,7 @@ export const ConnectionCheckRoutes: Layer.Layer<
           const status = Option.isSome(service) ? yield* service.value.get(connection.name) : Option.none()
           return HttpServerResponse.jsonUnsafe(Option.match(status, {
             onNone: () => ({ ok: false, detail: "not connected yet: the federation has no session for it" }),
-            onSome: (s) => ({ ok: s.state === "healthy", detail: describeStatus(s), upstream: presentStatus(s) })
+            onSome: (s) => ({ ok: s.state === "healthy", detail: describeStatus(s), upstream: present(s) })
           }))
         }
         const auth = connection.auth

@@ -7,6 +7,8 @@
  * - The body is a `VirtualServerInput`; `tools` lists endpoint names,
  *   `<mcp connection>/<tool>` or `<mcp connection>/*`. A tool that does not
  *   exist is 422 `unknown_reference` naming it; one listed twice is 400.
+ *   `bareNames: true` serves upstream tools without their connection prefix
+ *   where the name is unique in the server.
  *
  * @since 0.1.0
  */
@@ -23,6 +25,7 @@ export const present = (s: VirtualServer): JsonObject => ({
   name: s.name,
   description: s.description,
   tools: s.tools,
+  bareNames: s.bareNames,
   version: s.version,
   createdAt: s.createdAt.toISOString(),
   updatedAt: s.updatedAt.toISOString()

@@ -3,8 +3,9 @@
  *
  * `AdminApiRoutes` adds every admin route to the `HttpRouter`:
  * connections, endpoints, virtual servers, client tokens, admin tokens and
- * secrets (write-only), the effective configuration, and connection tests and
- * upstream states (`ConnectionChecks`). It needs the storage repositories; OAuth
+ * secrets (write-only), the effective configuration, connection tests
+ * (`ConnectionChecks`) and the upstream MCP servers' state (read-only, when
+ * `UpstreamHealth` is present). It needs the storage repositories; OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
  * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
  * `GET /api/v1/events` (mounted by the lead).
@@ -49,6 +50,7 @@ import { EndpointRoutes } from "./Endpoints.ts"
 import { OpenApiRoutes } from "./OpenApi.ts"
 import { SecretRoutes } from "./Secrets.ts"
 import { AdminTokenRoutes, ClientTokenRoutes } from "./Tokens.ts"
+import { UpstreamRoutes } from "./Upstreams.ts"
 import { VirtualServerRoutes } from "./VirtualServers.ts"
 
 export { AdminAuth, AdminIdentity, type AdminPrincipal } from "./AdminAuth.ts"
@@ -83,7 +85,8 @@ export const AdminApiRoutes: Layer.Layer<
   ClientTokenRoutes,
   AdminTokenRoutes,
   SecretRoutes,
-  OpenApiRoutes
+  OpenApiRoutes,
+  UpstreamRoutes
 ).pipe(
   Layer.provide(AdminRouter.layer),
   Layer.provide(AdminAuth.layer)

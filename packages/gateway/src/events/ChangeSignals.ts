@@ -12,13 +12,16 @@
  *   servers) also signals topic `tools`. MCP clients' list-changed
  *   notifications are fed by a hub subscriber on that topic, so they are
  *   change signals under ADR-0197: coalesced, bounded, and the same on every
- *   replica since every replica's hub reads the same log.
+ *   replica since every replica's hub reads the same log. Changes of the
+ *   upstream MCP servers' tools (health, their list-changed) are added per
+ *   replica from its federated catalog.
  *
  * @since 0.1.0
  */
 import { Filter, Hub } from "@janus/sse"
 import { ChangeFeed, EventLog } from "@janus/storage"
 import { Effect, Layer, Queue, Stream } from "effect"
+import { FederatedCatalog } from "../federation/FederatedCatalog.ts"
 import { ListChangedSignals } from "../mcp/ListChanged.ts"
 
 /** The topic whose signals mean "the tool set changed". */
@@ -43,9 +46,7 @@ export const AnnounceChanges: Layer.Layer<never, never, ChangeFeed | EventLog> =
   })
 )
 
-/** List-changed signals from a hub subscriber on the `tools` topic. */
-export const ListChangedFromHub: Layer.Layer<ListChangedSignals, never, Hub.Hub> = Layer.effect(
-  ListChangedSignals,
+const fromHub = (upstreamChanges: Stream.Stream<void> | undefined) =>
   Effect.gen(function*() {
     const hub = yield* Hub.Hub
     return ListChangedSignals.of({
@@ -56,8 +57,32 @@ export const ListChangedFromHub: Layer.Layer<ListChangedSignals, never, Hub.Hub>
           write: (batch) =>
             batch.some((frame) => frame._tag !== "Heartbeat") ? Queue.offer(pending, undefined) : Effect.void
         })
+        if (upstreamChanges !== undefined) {
+          yield* upstreamChanges.pipe(
+            Stream.runForEach(() => Queue.offer(pending, undefined)),
+            Effect.forkScoped({ startImmediately: true })
+          )
+        }
         return Stream.fromQueue(pending)
       })
     })
   })
+
+/** List-changed signals from a hub subscriber on the `tools` topic. */
+export const ListChangedFromHub: Layer.Layer<ListChangedSignals, never, Hub.Hub> = Layer.effect(
+  ListChangedSignals,
+  fromHub(undefined)
 )
+
+/**
+ * {@link ListChangedFromHub} plus this replica's upstream MCP servers: their
+ * tools come and go with their health and their own list-changed
+ * notifications, which no storage write announces. Each replica watches its
+ * upstreams itself, so its clients hear what it serves; the signals are
+ * coalesced with the hub's in the same per-client slot.
+ */
+export const ListChangedFromHubAndUpstreams: Layer.Layer<ListChangedSignals, never, Hub.Hub | FederatedCatalog> = Layer
+  .effect(
+    ListChangedSignals,
+    Effect.flatMap(Effect.service(FederatedCatalog), (federated) => fromHub(federated.changes))
+  )

@@ -3,9 +3,9 @@
  * upstream session per connection, its tools exposed under a namespace.
  *
  * **Names**
- * - A tool is exposed as `<connection name>/<upstream tool name>`; an
- *   operator prefix (`ConnectionOverrides.toolPrefix`, later a
- *   `tool_prefix` column) replaces `<connection name>/`. Names outside
+ * - A tool is exposed as `<connection name>/<upstream tool name>`; the
+ *   connection's stored `toolPrefix` (or `ConnectionOverrides.toolPrefix`)
+ *   replaces `<connection name>/`, `""` for none. Names outside
  *   `^[A-Za-z0-9_./-]{1,64}$` have other characters replaced by `_` and, when
  *   too long, are cut with a hash suffix, so two upstream names never share
  *   an exposed name. The call goes upstream under the original name.
@@ -86,11 +86,11 @@ import { UpstreamAuth, type UpstreamAuthConfig } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
 import { UpstreamHttp } from "./UpstreamHttp.ts"
 
-/** Settings an operator can give a connection that storage has no column for yet. */
+/** Settings an operator can give a connection besides (or instead of) the stored ones. */
 export interface ConnectionOverrides {
-  /** Replaces `<connection name>/` in front of every tool name (may be `""`). */
+  /** Replaces the stored `toolPrefix` (or `<connection name>/`) in front of every tool name (may be `""`). */
   readonly toolPrefix?: string | undefined
-  /** Replaces the connection's stored auth (e.g. OAuth client credentials). */
+  /** Replaces the connection's stored auth. */
   readonly auth?: UpstreamAuthConfig | undefined
 }
 
@@ -339,9 +339,7 @@ const make = Effect.fnUntraced(function*(options: FederationOptions) {
 
   const expose = (u: Upstream, tools: ReadonlyArray<unknown>): ReadonlyArray<Exposed> => {
     const overrides = options.overrides?.(u.connection)
-    const storedPrefix = (u.connection as { readonly toolPrefix?: unknown }).toolPrefix
-    const prefix = overrides?.toolPrefix ??
-      (typeof storedPrefix === "string" ? storedPrefix : `${u.connection.name}/`)
+    const prefix = overrides?.toolPrefix ?? u.connection.toolPrefix ?? `${u.connection.name}/`
     const out: Array<Exposed> = []
     const seen = new Set<string>()
     for (const raw of tools) {

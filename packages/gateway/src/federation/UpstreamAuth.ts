@@ -41,7 +41,7 @@ export interface OAuthClientCredentials {
   readonly audience?: string | undefined
 }
 
-/** How Janus authenticates to an upstream: the storage schemes plus OAuth client credentials. */
+/** How Janus authenticates to an upstream (storage's `McpConnectionAuth`, or an override). */
 export type UpstreamAuthConfig =
   | { readonly scheme: "none" }
   | { readonly scheme: "bearer"; readonly secret: string }

@@ -345,7 +345,8 @@ export const connect = (
 
     const modernMeta = (relay: RelayHooks | undefined) => ({
       [META_VERSION]: MODERN_VERSION,
-      [META_CAPABILITIES]: CLIENT_CAPABILITIES,
+      // a call carries its client's own capabilities: the upstream asks only for input that client can give
+      [META_CAPABILITIES]: relay?.clientCapabilities ?? CLIENT_CAPABILITIES,
       [META_CLIENT_INFO]: options.clientInfo,
       ...(relay?.logLevel === undefined ? {} : { [META_LOG_LEVEL]: relay.logLevel })
     })

@@ -14,7 +14,9 @@
  * {@link scopeCaller} resolves the server from the route (unknown: 404, not
  * allowed to the caller: 403) and marks the caller with it; {@link layerCatalog}
  * then lists and calls only that server's tools (a call outside it is an
- * unknown tool).
+ * unknown tool). A server with `bareNames` serves its upstream tools under
+ * their upstream names where no other member would share the name (see
+ * {@link withBareNames}); a call by that name reaches the same tool.
  *
  * @since 0.1.0
  */
@@ -25,7 +27,7 @@ import type { Caller } from "../mcp/Caller.ts"
 import { ProtocolError } from "../mcp/JsonRpc.ts"
 import { ErrorCode } from "../mcp/Protocol.ts"
 import { type Tool, ToolCallRefused, ToolCatalog, ToolNotFound } from "../mcp/ToolCatalog.ts"
-import { ORIGIN_META, type ToolOrigin } from "./FederatedCatalog.ts"
+import { exposedName, ORIGIN_META, type ToolOrigin } from "./FederatedCatalog.ts"
 
 const originOf = (tool: Tool): ToolOrigin | undefined => {
   const origin = (tool._meta as Readonly<Record<string, unknown>> | undefined)?.[ORIGIN_META]
@@ -64,6 +66,31 @@ export const toolsOfVirtualServer = (
 }
 
 /**
+ * A `bareNames` server's tools: an upstream tool is served under its upstream
+ * name (sanitised like any exposed name) when no other tool of the server
+ * would be served under that name; otherwise it keeps its prefixed name.
+ * Same order and length as `tools` (the dispatcher sorts what it serves).
+ */
+export const withBareNames = (tools: ReadonlyArray<Tool>): ReadonlyArray<Tool> => {
+  const bare = tools.map((tool) => {
+    const origin = originOf(tool)
+    return origin === undefined ? undefined : exposedName("", origin.tool)
+  })
+  const counts = new Map<string, number>()
+  for (const name of bare) if (name !== undefined) counts.set(name, (counts.get(name) ?? 0) + 1)
+  // names that stay: endpoints, and upstream tools whose bare name is shared
+  const kept = new Set<string>()
+  tools.forEach((tool, i) => {
+    const name = bare[i]
+    if (name === undefined || counts.get(name)! > 1) kept.add(tool.name)
+  })
+  return tools.map((tool, i) => {
+    const name = bare[i]
+    return name === undefined || counts.get(name)! > 1 || kept.has(name) ? tool : { ...tool, name }
+  })
+}
+
+/**
  * `inner` seen through virtual servers: a caller with `virtualServer` set
  * lists and calls only that server's members; other callers get `inner` as
  * is. A server's list is computed once per inner list and snapshot.
@@ -79,7 +106,8 @@ export const layerCatalog = <E, R>(
       interface Served {
         readonly snapshot: ConfigSnapshot
         readonly tools: ReadonlyArray<Tool>
-        readonly names: ReadonlySet<string>
+        /** Served name -> the inner catalog's name. */
+        readonly names: ReadonlyMap<string, string>
       }
       const memo = new WeakMap<ReadonlyArray<Tool>, Map<string, Served>>()
       const members = (all: ReadonlyArray<Tool>, snapshot: ConfigSnapshot, name: string): Served => {
@@ -91,8 +119,13 @@ export const layerCatalog = <E, R>(
         const last = byServer.get(name)
         if (last !== undefined && last.snapshot === snapshot) return last
         const vs = snapshot.virtualServerByName.get(name)
-        const tools = vs === undefined ? [] : toolsOfVirtualServer(snapshot, vs, all)
-        const served: Served = { snapshot, tools, names: new Set(tools.map((tool) => tool.name)) }
+        const members = vs === undefined ? [] : toolsOfVirtualServer(snapshot, vs, all)
+        const tools = vs?.bareNames === true ? withBareNames(members) : members
+        const served: Served = {
+          snapshot,
+          tools,
+          names: new Map(tools.map((tool, i) => [tool.name, members[i]!.name]))
+        }
         byServer.set(name, served)
         return served
       }
@@ -117,11 +150,11 @@ export const layerCatalog = <E, R>(
             Effect.mapError((error) =>
               new ToolCallRefused({ name: request.name, reason: "unavailable", detail: error.message })
             ),
-            Effect.flatMap((s) =>
-              s.names.has(request.name)
-                ? catalog.call(caller, request)
-                : Effect.fail(new ToolNotFound({ name: request.name }))
-            )
+            Effect.flatMap((s) => {
+              const inner = s.names.get(request.name)
+              if (inner === undefined) return Effect.fail(new ToolNotFound({ name: request.name }))
+              return catalog.call(caller, inner === request.name ? request : { ...request, name: inner })
+            })
           )
         },
         changes: catalog.changes

@@ -34,6 +34,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
+import { type RelayHooks, UpstreamRelay } from "../federation/Relay.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
 import { McpGuard } from "./Guard.ts"
@@ -80,6 +81,12 @@ export interface CallContext {
   readonly clientCapabilities: Readonly<Record<string, unknown>>
   /** Present when the request carried `_meta.progressToken` and the transport can stream. */
   readonly progress: Option.Option<ProgressReporter>
+  /**
+   * What the transport relays to the client of a federated call besides
+   * progress (log messages, 2025-era server-to-client requests; see
+   * `ClientRelay.ts`). `clientCapabilities` is added from this context.
+   */
+  readonly relay?: RelayHooks | undefined
 }
 
 /** A `x-mcp-header` annotated argument of a tool (2026-07-28 `Mcp-Param-*`). */
@@ -235,6 +242,7 @@ const isInputRequired = (outcome: ToolCallOutcome): outcome is InputRequiredResu
 /** Methods of the 2025 era answered with "not supported" rather than routed. */
 const statefulMethods: ReadonlySet<string> = new Set([
   "ping",
+  "logging/setLevel",
   "tools/list",
   "tools/call",
   "prompts/list",
@@ -269,7 +277,8 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const statelessMeta = { [Meta.serverInfo]: serverInfo }
   const statelessMetaJson = `"_meta":{${JSON.stringify(Meta.serverInfo)}:${serverInfoJson}}`
   const completeSuffix = `,"resultType":"complete",${statelessMetaJson}}`
-  const capabilities = { tools: { listChanged: true }, prompts: {}, resources: {} }
+  // logging: upstream log messages are relayed (levels: `logging/setLevel`, 2026-07-28 `_meta` logLevel)
+  const capabilities = { tools: { listChanged: true }, prompts: {}, resources: {}, logging: {} }
 
   const discoverJson = JSON.stringify({
     supportedVersions: SUPPORTED_VERSIONS,
@@ -403,7 +412,10 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         progress: context.progress,
         inputResponses,
         requestState
-      })
+      }).pipe(
+        // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)
+        Effect.provideService(UpstreamRelay, { ...context.relay, clientCapabilities: context.clientCapabilities })
+      )
     ).pipe(
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),

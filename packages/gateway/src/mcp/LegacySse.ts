@@ -11,7 +11,10 @@
  * or closed stream is 404, one without `sessionId` 400. Requests run while the
  * stream is open: closing it cancels them, and `notifications/cancelled`
  * cancels one. The stream also carries coalesced
- * `notifications/tools/list_changed`.
+ * `notifications/tools/list_changed`, a federated call's upstream log
+ * messages (at the level of `logging/setLevel`) and its upstream's
+ * server-to-client requests, whose responses the client POSTs like any
+ * message (see `ClientRelay.ts`).
  *
  * The session lives with its SSE connection, so it is local to the instance
  * that holds the connection (this transport cannot move between replicas).
@@ -21,7 +24,8 @@
 import { Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Option, Queue, Stream } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
-import { Dispatcher } from "./Dispatcher.ts"
+import * as ClientRelay from "./ClientRelay.ts"
+import { type CallContext, Dispatcher } from "./Dispatcher.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
 import { classify, encodeError, encodeNotification, encodeProgress, encodeResult, ProtocolError } from "./JsonRpc.ts"
@@ -52,6 +56,9 @@ interface LegacySession {
   readonly fibers: FiberSet.FiberSet<void, never>
   readonly inflight: Map<string, Fiber.Fiber<void>>
   clientCapabilities: Readonly<Record<string, unknown>>
+  logLevel: string | undefined
+  /** Server-to-client requests awaiting the client's response, by id. */
+  readonly asked: Map<string, Deferred.Deferred<unknown>>
 }
 
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
@@ -90,7 +97,15 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
       const events = Stream.unwrap(Effect.gen(function*() {
         const outbound = yield* Queue.unbounded<string, Cause.Done>()
         const fibers = yield* FiberSet.make<void, never>()
-        sessions.set(id, { caller: gated, outbound, fibers, inflight: new Map(), clientCapabilities: {} })
+        sessions.set(id, {
+          caller: gated,
+          outbound,
+          fibers,
+          inflight: new Map(),
+          clientCapabilities: {},
+          logLevel: undefined,
+          asked: new Map()
+        })
         yield* Effect.addFinalizer(() => Effect.sync(() => sessions.delete(id)))
         const changes = yield* signals.subscribe
         return Stream.concat(
@@ -105,6 +120,27 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
       return Sse.response(events)
     })
 
+  /** Upstream log messages at the session's level and server-to-client requests, on the session's stream. */
+  const relayFor = (session: LegacySession, emit: (json: string) => Effect.Effect<void>): CallContext["relay"] => ({
+    log: ClientRelay.logHook(session.logLevel, emit),
+    logLevel: session.logLevel,
+    request: (method, params) => {
+      const id = `janus.${newSessionId()}`
+      return Effect.acquireUseRelease(
+        Effect.map(Deferred.make<unknown>(), (answer) => {
+          session.asked.set(id, answer)
+          return answer
+        }),
+        (answer) =>
+          Effect.andThen(
+            emit(JSON.stringify({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) })),
+            Effect.flatMap(Deferred.await(answer), ClientRelay.outcomeOf)
+          ),
+        () => Effect.sync(() => session.asked.delete(id))
+      )
+    }
+  })
+
   const handle = (session: LegacySession, body: unknown) =>
     Effect.gen(function*() {
       const message = classify(body)
@@ -114,8 +150,11 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           return yield* send(
             encodeError(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
           )
-        case "Response":
+        case "Response": {
+          const asked = typeof message.id === "string" ? session.asked.get(message.id) : undefined
+          if (asked !== undefined) yield* Deferred.succeed(asked, body)
           return
+        }
         case "Notification": {
           if (message.method !== "notifications/cancelled") return
           const requestId = message.params?.requestId
@@ -133,6 +172,12 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         const version = isStatefulVersion(requested) ? requested : LATEST_STATEFUL_VERSION
         return yield* send(encodeResult(message.id, dispatcher.initializeResult(version)))
       }
+      if (message.method === "logging/setLevel") {
+        const level = ClientRelay.requestedLevel(message.params)
+        if (level instanceof ProtocolError) return yield* send(encodeError(message.id, level))
+        session.logLevel = level
+        return yield* send(encodeResult(message.id, "{}"))
+      }
       const meta = message.params?._meta
       const token = isObject(meta) ? meta.progressToken : undefined
       const progress = typeof token === "string" || typeof token === "number" ?
@@ -144,7 +189,13 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
       const fiber = yield* FiberSet.run(
         session.fibers,
         dispatcher.dispatch(
-          { stateless: false, caller: session.caller, clientCapabilities: session.clientCapabilities, progress },
+          {
+            stateless: false,
+            caller: session.caller,
+            clientCapabilities: session.clientCapabilities,
+            progress,
+            relay: relayFor(session, (json) => Effect.asVoid(send(json)))
+          },
           message.method,
           message.params
         ).pipe(

@@ -35,6 +35,8 @@ export interface McpSession {
   readonly clientCapabilities: Readonly<Record<string, unknown>>
   readonly createdAt: number
   readonly lastSeenAt: number
+  /** The level of the client's last `logging/setLevel`; absent when it sent none. */
+  readonly logLevel?: string | undefined
 }
 
 /** A stored server-to-client message of a stream. */
@@ -58,6 +60,8 @@ export class UnknownStream extends Schema.TaggedError<UnknownStream>()("UnknownS
 export class McpSessionStore extends Context.Service<McpSessionStore, {
   readonly create: (session: McpSession) => Effect.Effect<void, McpSessionStoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<McpSession>, McpSessionStoreError>
+  /** Records the client's `logging/setLevel` level (no-op for an unknown session). */
+  readonly setLogLevel: (id: string, level: string) => Effect.Effect<void, McpSessionStoreError>
   /** Records activity (`lastSeenAt = now`); callers throttle it. */
   readonly touch: (id: string, now: number) => Effect.Effect<void, McpSessionStoreError>
   /** Ends the session and drops its streams. */
@@ -173,6 +177,11 @@ const makeMemory = Effect.fnUntraced(function*(options?: MemoryStoreOptions) {
         sessions.set(session.id, { record: session, streams: new Map() })
       }),
     get: (id) => Effect.sync(() => Option.fromNullishOr(sessions.get(id)?.record)),
+    setLogLevel: (id, level) =>
+      Effect.sync(() => {
+        const session = sessions.get(id)
+        if (session !== undefined) session.record = { ...session.record, logLevel: level }
+      }),
     touch: (id, now) =>
       Effect.sync(() => {
         const session = sessions.get(id)

@@ -31,6 +31,11 @@
  *   stream (409 if one is open) carrying coalesced
  *   `notifications/tools/list_changed`; with `Last-Event-ID` it resumes the
  *   stream that id belongs to. Without that Accept it is 406.
+ * - `logging/setLevel` stores the level with the session; a federated
+ *   call's upstream log messages at or above it, and its upstream's
+ *   server-to-client requests (when the client declared the capability), go
+ *   on the call's response stream; the client's response to one may be
+ *   POSTed to any replica (`ClientRelay.ts`).
  * - DELETE with the session id ends the session (204): in-flight calls are
  *   cancelled and its streams end; later requests with that id get 404.
  *
@@ -53,6 +58,7 @@ import {
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as Cancellations from "./Cancellations.ts"
+import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -331,7 +337,11 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     const progress: CallContext["progress"] = token === undefined ?
       Option.none() :
       Option.some<ProgressReporter>((value, total, text) => emit(encodeProgress(token, value, total, text)))
-    const run = dispatcher.dispatch(contextFor(session, caller, progress), message.method, message.params).pipe(
+    const run = dispatcher.dispatch(
+      { ...contextFor(session, caller, progress), relay: relayFor(session, emit) },
+      message.method,
+      message.params
+    ).pipe(
       Effect.exit,
       Effect.flatMap((exit) =>
         Effect.suspend(() => {
@@ -388,6 +398,19 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     return Sse.response(polled(events, session).pipe(Stream.interruptWhen(ended)), headers)
   })
 
+  /** Upstream log messages (at the session's level) and server-to-client requests, on the call's stream. */
+  const relayFor = (session: McpSession, emit: (json: string) => Effect.Effect<void>): CallContext["relay"] => ({
+    log: ClientRelay.logHook(session.logLevel, emit),
+    request: ClientRelay.requestHook(store, session.id, emit),
+    logLevel: session.logLevel
+  })
+
+  /** Methods answered with the session itself rather than by the dispatcher. */
+  const sessionMethod = (session: McpSession, caller: Caller, message: Request) =>
+    message.method === "logging/setLevel" ?
+      ClientRelay.setLevel(store, session.id, message.params) :
+      dispatcher.dispatch(contextFor(session, caller, Option.none()), message.method, message.params)
+
   const handleRequest = (session: McpSession, caller: Caller, message: Request) => {
     if (message.method === "tools/call") return callTool(session, caller, message)
     if (message.method === "initialize") {
@@ -399,7 +422,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
       ))
     }
     return Effect.map(
-      Effect.exit(dispatcher.dispatch(contextFor(session, caller, Option.none()), message.method, message.params)),
+      Effect.exit(sessionMethod(session, caller, message)),
       (exit) =>
         Exit.isSuccess(exit) ?
           HttpReply.json(encodeResult(message.id, exit.value), 200, sessionHeaders(session)) :
@@ -420,6 +443,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
             encodeError(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
           )
         case "Response":
+          yield* ClientRelay.deliverReply(store, session.id, value)
           return Option.none()
         case "Notification":
           yield* notification(session, message)
@@ -435,7 +459,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           const fiber = yield* track(
             session.id,
             message.id,
-            dispatcher.dispatch(contextFor(session, caller, Option.none()), message.method, message.params).pipe(
+            sessionMethod(session, caller, message).pipe(
               Effect.exit,
               Effect.map((exit) => {
                 response = Option.some(
@@ -494,6 +518,8 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
         case "Invalid":
           return HttpReply.error(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
         case "Response":
+          // the answer to a server-to-client request; its call may wait on another replica
+          yield* ClientRelay.deliverReply(store, session.id, body)
           return HttpReply.accepted
         case "Notification":
           yield* notification(session, message)

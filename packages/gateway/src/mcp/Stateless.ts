@@ -23,9 +23,11 @@
  * Notifications are accepted with 202 (this revision defines no header rules
  * for them); error responses echo the request id.
  *
- * Responses: JSON unless the call reported progress before finishing, in which
- * case the response becomes an SSE stream of `notifications/progress` followed
- * by the result. Closing the response stream is the cancellation signal: the
+ * Responses: JSON unless the call reported progress (or, when the request's
+ * `_meta["io.modelcontextprotocol/logLevel"]` opted in, relayed an upstream
+ * log message at or above that level) before finishing, in which case the
+ * response becomes an SSE stream of `notifications/progress` and
+ * `notifications/message` followed by the result. Closing the response stream is the cancellation signal: the
  * call's fiber is interrupted and its `AbortSignal` aborted.
  * `subscriptions/listen` answers with a long-lived SSE stream: the
  * `notifications/subscriptions/acknowledged` first, then coalesced
@@ -38,6 +40,7 @@
 import { Cause, Deferred, type Duration, Effect, Exit, Option, Queue, type Scope, Stream } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
+import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher, type HeaderBinding, isKnownMethod } from "./Dispatcher.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -244,21 +247,29 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
       HttpReply.error(id, Cause.findErrorOption(exit.cause).pipe(Option.getOrThrow)) :
       HttpReply.error(id, new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 }))
 
-  /** `tools/call` with a progress token: JSON if it finishes first, SSE once it reports progress. */
-  const callWithProgress = Effect.fnUntraced(function*(
+  /**
+   * `tools/call` with a progress token or a log level: JSON if it finishes
+   * first, SSE once it reports progress or relays a log message.
+   */
+  const callStreaming = Effect.fnUntraced(function*(
     context: CallContext,
     message: Request,
-    token: string | number
+    token: string | number | undefined,
+    logLevel: string | undefined
   ) {
     const frames = yield* Queue.unbounded<string, Cause.Done>()
     const started = yield* Deferred.make<void>()
     const finished = yield* Deferred.make<Exit.Exit<ResultJson, ProtocolError>>()
-    const progress: ProgressReporter = (value, total, text) =>
-      Effect.andThen(
-        Queue.offer(frames, Sse.message(encodeProgress(token, value, total, text))),
-        Deferred.succeed(started, undefined)
-      )
-    yield* dispatcher.dispatch({ ...context, progress: Option.some(progress) }, message.method, message.params).pipe(
+    const emit = (json: string) =>
+      Effect.andThen(Queue.offer(frames, Sse.message(json)), Deferred.succeed(started, undefined))
+    const progress: Option.Option<ProgressReporter> = token === undefined ?
+      Option.none() :
+      Option.some((value, total, text) => emit(encodeProgress(token, value, total, text)))
+    // no server-to-client requests on this revision: input is asked for with input_required results
+    const relay: CallContext["relay"] = logLevel === undefined ?
+      undefined :
+      { log: ClientRelay.logHook(logLevel, emit), logLevel }
+    yield* dispatcher.dispatch({ ...context, progress, relay }, message.method, message.params).pipe(
       Effect.exit,
       Effect.tap((exit) => Deferred.succeed(finished, exit)),
       Effect.flatMap((exit) =>
@@ -379,8 +390,16 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
         }
       }
       const token = admitted.progressToken
-      if (typeof token === "string" || typeof token === "number") {
-        return yield* callWithProgress(context, message, token)
+      // the client opts in to log messages per request; an unknown level asks for none
+      const level = admitted[Meta.logLevel]
+      const logLevel = ClientRelay.isLogLevel(level) ? level : undefined
+      if (typeof token === "string" || typeof token === "number" || logLevel !== undefined) {
+        return yield* callStreaming(
+          context,
+          message,
+          typeof token === "string" || typeof token === "number" ? token : undefined,
+          logLevel
+        )
       }
       return reply(message.id, yield* Effect.exit(dispatcher.dispatch(context, message.method, message.params)))
     })

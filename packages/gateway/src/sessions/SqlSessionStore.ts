@@ -72,7 +72,8 @@ export const make = Effect.fnUntraced(function*(options?: SqlStoreOptions) {
     clientInfo: record.clientInfo ?? undefined,
     clientCapabilities: record.clientCapabilities,
     createdAt: record.createdAt.getTime(),
-    lastSeenAt: record.lastSeenAt.getTime()
+    lastSeenAt: record.lastSeenAt.getTime(),
+    ...(record.logLevel == null ? {} : { logLevel: record.logLevel })
   })
 
   const replay = (sessionId: string, streamId: string, afterSeq: number) =>
@@ -115,8 +116,10 @@ export const make = Effect.fnUntraced(function*(options?: SqlStoreOptions) {
         clientCapabilities: session.clientCapabilities,
         createdAt: new Date(session.createdAt),
         lastSeenAt: new Date(session.lastSeenAt),
-        expiresAt: new Date(session.lastSeenAt + idleMs)
+        expiresAt: new Date(session.lastSeenAt + idleMs),
+        logLevel: session.logLevel ?? null
       }).pipe(Effect.mapError(storeError)),
+    setLogLevel: (id, level) => sessions.setLogLevel(id, level).pipe(Effect.asVoid, Effect.mapError(storeError)),
     get: (id) =>
       Clock.currentTimeMillis.pipe(
         Effect.flatMap((now) => sessions.get(id, new Date(now))),

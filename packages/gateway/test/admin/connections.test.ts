@@ -40,6 +40,15 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
         201
       )
       assert.strictEqual(mcp.body.transport, "streamable-http")
+      assert.isNull(mcp.body.toolPrefix)
+      const prefixed = expectStatus(
+        yield* c.put(`/api/v1/connections/${mcp.body.id}`, { ...mcp.body, toolPrefix: "" }, {
+          headers: { "if-match": `"1"` }
+        }),
+        200
+      )
+      // "" is no prefix at all, kept apart from null (the default `<name>/`)
+      assert.strictEqual(prefixed.body.toolPrefix, "")
       const list = expectStatus(yield* c.get("/api/v1/connections"), 200)
       assert.deepStrictEqual(list.body.items.map((i: { name: string }) => i.name), ["billing", "upstream"])
       assert.isNull(list.body.nextCursor)
@@ -71,7 +80,7 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
 
       expectStatus(yield* c.del(`/api/v1/connections/${id}`, { headers: { "if-match": `"3"` } }), 204)
       expectStatus(yield* c.get(`/api/v1/connections/${id}`), 404, "not_found")
-      expectStatus(yield* c.del(`/api/v1/connections/${mcp.body.id}?version=1`), 204)
+      expectStatus(yield* c.del(`/api/v1/connections/${mcp.body.id}?version=2`), 204)
     }))
 
   it.effect("optimistic concurrency: 428 without a version, 409 with a stale one, If-Match: * on purpose", () =>
@@ -134,6 +143,12 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
         [restConnection("x", { baseUrl: "ftp://files.example.com" }), 400, "invalid_url", "baseUrl"],
         [restConnection("x", { baseUrl: "not a url" }), 400, "invalid_url", "baseUrl"],
         [{ kind: "mcp", name: "x", url: "mailto:a@b.c" }, 400, "invalid_url", "url"],
+        [
+          { kind: "mcp", name: "x", url: "https://m.example", toolPrefix: "has space/" },
+          400,
+          "invalid_input",
+          "toolPrefix"
+        ],
         [restConnection("x", { timeoutMs: 0 }), 400, "invalid_input", "timeoutMs"],
         [restConnection("x", { auth: { scheme: "bearer" } }), 400, "invalid_input", "auth.secret"],
         [

@@ -142,6 +142,7 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/virtual-servers", (it) => 
         name: "sales",
         description: "",
         tools: ["get_contact", "github/*"],
+        bareNames: false,
         version: 1
       })
       const path = `/api/v1/virtual-servers/${created.body.id}`
@@ -157,6 +158,9 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/virtual-servers", (it) => 
       const patched = expectStatus(yield* c.patch(path, { version: 2, description: "for the sales team" }), 200)
       assert.deepStrictEqual(patched.body.tools, ["list_contacts"])
       assert.strictEqual(patched.body.description, "for the sales team")
+      assert.isFalse(patched.body.bareNames)
+      const bare = expectStatus(yield* c.patch(path, { version: 3, bareNames: true }), 200)
+      assert.isTrue(bare.body.bareNames)
       expectStatus(
         yield* c.put(path, { name: "sales", tools: [] }, { headers: { "if-match": `"2"` } }),
         409,
@@ -179,7 +183,7 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/virtual-servers", (it) => 
       expectStatus(yield* c.post("/api/v1/virtual-servers", { name: "sales", tools: [] }), 409, "duplicate_name")
       expectStatus(yield* c.post("/api/v1/virtual-servers", { name: "no tools" }), 400, "invalid_input")
 
-      expectStatus(yield* c.del(path, { headers: { "if-match": `"3"` } }), 204)
+      expectStatus(yield* c.del(path, { headers: { "if-match": `"4"` } }), 204)
       expectStatus(yield* c.get(path), 404, "not_found")
     }))
 })

@@ -51,7 +51,20 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
     auth: { scheme: "bearer", secret: "static-token" },
     egressAllowList: allow
   })
-  yield* connections.create({ kind: "mcp", name: "oauth", url: servers.oauth.url, egressAllowList: allow })
+  // OAuth client credentials as stored (admin API / storage), against the loopback token endpoint
+  yield* connections.create({
+    kind: "mcp",
+    name: "oauth",
+    url: servers.oauth.url,
+    auth: {
+      scheme: "oauth-client-credentials",
+      tokenUrl: servers.token.url,
+      clientId: "janus",
+      secret: "oauth-client",
+      scope: "tools"
+    },
+    egressAllowList: allow
+  })
   yield* connections.create({
     kind: "mcp",
     name: "nosecret",
@@ -61,24 +74,7 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
   })
 }))
 
-const Federation = Layer.unwrap(Effect.gen(function*() {
-  const servers = yield* Servers
-  return FederatedCatalog.layer({
-    ...fast,
-    overrides: (connection) =>
-      connection.name === "oauth"
-        ? {
-          auth: {
-            scheme: "oauth-client-credentials",
-            tokenUrl: servers.token.url,
-            clientId: "janus",
-            secret: "oauth-client",
-            scope: "tools"
-          }
-        }
-        : undefined
-  })
-}))
+const Federation = FederatedCatalog.layer(fast)
 
 const TestLayer = Federation.pipe(
   Layer.provideMerge(Seed),

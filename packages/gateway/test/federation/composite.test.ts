@@ -7,7 +7,7 @@ import type { ConfigSnapshot, VirtualServer } from "@janus/storage"
 import { Context, Effect, Layer, Option, Ref, Stream } from "effect"
 import * as CompositeCatalog from "../../src/federation/CompositeCatalog.ts"
 import { exposedName, toOutcome } from "../../src/federation/FederatedCatalog.ts"
-import { toolsOfVirtualServer } from "../../src/federation/VirtualServers.ts"
+import { toolsOfVirtualServer, withBareNames } from "../../src/federation/VirtualServers.ts"
 import { anonymous } from "../../src/mcp/Caller.ts"
 import {
   type CallToolResult,
@@ -91,6 +91,27 @@ describe("toolsOfVirtualServer", () => {
     assert.deepStrictEqual(names(["jira/*"]), ["j_search", "jira/create"])
     assert.deepStrictEqual(names(["jira/search", "gh/*"]), ["gh/issues", "gh/pulls", "j_search"])
     assert.deepStrictEqual(names(["gone_endpoint", "nope/*", "gh/missing"]), [])
+  })
+
+  it("bareNames: upstream tools lose their prefix where the bare name is unique in the server", () => {
+    const served = (tools: ReadonlyArray<Tool>) => withBareNames(tools).map((t) => t.name)
+    assert.deepStrictEqual(served(all), ["get_pet", "issues", "pulls", "search", "create", "list_pets"])
+    // two upstreams sharing a name keep their prefixes; so does one whose bare name is an endpoint's
+    const shared = [
+      ...all,
+      tool("other/issues", "f", origin("other", "issues")).tool,
+      tool("pets2/get_pet", "f", origin("pets2", "get_pet")).tool
+    ]
+    assert.deepStrictEqual(served(shared), [
+      "get_pet",
+      "gh/issues",
+      "pulls",
+      "search",
+      "create",
+      "list_pets",
+      "other/issues",
+      "pets2/get_pet"
+    ])
   })
 })
 

@@ -12,23 +12,17 @@
  * - `input-required-result-*`: conformance-next (0.2.0-alpha.12) at 2026-07-28
  *   against the SDK v2 upstream `conf2`.
  *
- * The suite calls tools by bare names (`test_simple_text`), so the
- * connections' tool prefix is empty (SPEC: none is allowed inside a virtual
- * server when names are unique). Storage has no `tool_prefix` column yet and
- * `GatewayTesting.layer()` takes no federation options, so the prefix is given
- * the way the federated catalog reads a stored one: as `toolPrefix` on the
- * connection in the config snapshot.
+ * The suite calls tools by bare names (`test_simple_text`), so the virtual
+ * server serves them with `bareNames` (the two upstreams' names are unique);
+ * `/mcp` keeps them prefixed (`conf/test_simple_text`).
  *
- * Still failing through Janus only: three `tools-call-*` scenarios
- * ({@link KNOWN_GAPS}) and one `input-required-result-*` scenario
- * ({@link MODERN_KNOWN_GAPS}); non-tool-request fails alone too
- * ({@link MODERN_BASELINE}). Not run: the 2026-07-28 runs of
+ * No scenario fails through Janus only (the known-gap lists are empty);
+ * non-tool-request fails alone too ({@link MODERN_BASELINE}). Not run: the 2026-07-28 runs of
  * `tools-call-*` (the v1 upstream does not speak that revision, so "the
  * upstream alone" is no baseline).
  */
 import { assert, layer } from "@effect/vitest"
-import { ConfigCache, type ConfigSnapshot, Connections, VirtualServers } from "@janus/storage"
-import * as StorageTesting from "@janus/storage/testing"
+import { Connections, VirtualServers } from "@janus/storage"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
@@ -86,22 +80,12 @@ const scenarios = [
 
 /**
  * Failures through Janus that the upstream alone does not report: gaps in
- * `src` (out of this test's scope), asserted to still fail so that fixing one
- * makes this list shrink.
- * - with-logging: Janus's MCP endpoint answers `logging/setLevel` with -32601
- *   (the suite sends it before the call); and upstream log messages are not
- *   relayed to the client either (no transport provides `UpstreamRelay` hooks,
- *   so `notifications/message` is only logged by the gateway).
- * - sampling, elicitation: no transport provides `UpstreamRelay` hooks
- *   (`src/federation/Relay.ts`), so the upstream's `sampling/createMessage`
- *   is refused (-32601) and `elicitation/create` declined without the client
- *   being asked, although the client declared both capabilities.
+ * `src`, asserted to still fail so that fixing one makes this list shrink.
+ * Empty: with-logging (`logging/setLevel`, relayed `notifications/message`),
+ * sampling and elicitation (relayed server-to-client requests) pass since
+ * the transports provide `UpstreamRelay` hooks (`src/mcp/ClientRelay.ts`).
  */
-export const KNOWN_GAPS: ReadonlyArray<string> = [
-  "tools-call-with-logging",
-  "tools-call-sampling",
-  "tools-call-elicitation"
-]
+export const KNOWN_GAPS: ReadonlyArray<string> = []
 
 /** The `input-required-result-*` scenarios of conformance-next (2026-07-28 only). */
 const modernScenarios = [
@@ -130,13 +114,10 @@ const modernScenarios = [
 const MODERN_BASELINE = modernScenarios.filter((s) => s !== "input-required-result-non-tool-request")
 
 /**
- * capability-check: the client declares only `sampling`; the upstream alone
- * then asks for sampling only. Through Janus the upstream sees Janus's own
- * client capabilities (the caller's are not forwarded), asks for elicitation
- * too, and Janus answers the client with error -32021 "needs client capabilities
- * the request did not declare (elicitation)" (src/mcp/Dispatcher.ts).
+ * Empty: capability-check passes since a call forwards its caller's declared
+ * client capabilities to 2026-07-28 upstreams.
  */
-export const MODERN_KNOWN_GAPS: ReadonlyArray<string> = ["input-required-result-capability-check"]
+export const MODERN_KNOWN_GAPS: ReadonlyArray<string> = []
 
 class ModernUpstream extends Context.Service<ModernUpstream, ConformanceUpstream.ConformanceUpstream>()(
   "test/federation/ConformanceModernUpstream"
@@ -154,35 +135,6 @@ class Upstream extends Context.Service<Upstream, ConformanceUpstream.Conformance
 const UpstreamLive = Layer.effect(
   Upstream,
   Effect.acquireRelease(Effect.promise(ConformanceUpstream.start), (u) => Effect.promise(() => u.stop()))
-)
-
-/** The stored-prefix hook: mcp connections of the snapshot carry `toolPrefix: ""`. */
-const withEmptyPrefix = (snapshot: ConfigSnapshot): ConfigSnapshot => {
-  const connections = snapshot.connections.map((c) => c.kind === "mcp" ? { ...c, toolPrefix: "" } : c)
-  return {
-    ...snapshot,
-    connections,
-    connectionById: new Map(connections.map((c) => [c.id, c])),
-    connectionByName: new Map(connections.map((c) => [c.name, c]))
-  }
-}
-
-const memo = new WeakMap<ConfigSnapshot, ConfigSnapshot>()
-const emptyPrefix = (cache: ConfigCache["Service"]): ConfigCache["Service"] => ({
-  ...cache,
-  snapshot: Effect.map(cache.snapshot, (snapshot) => {
-    const cached = memo.get(snapshot)
-    if (cached !== undefined) return cached
-    const mapped = withEmptyPrefix(snapshot)
-    memo.set(snapshot, mapped)
-    return mapped
-  })
-})
-
-const Storage = StorageTesting.layerMemory().pipe(
-  Layer.flatMap((context) =>
-    Layer.succeedContext(Context.add(context, ConfigCache, emptyPrefix(Context.get(context, ConfigCache))))
-  )
 )
 
 const Seed = Layer.effectDiscard(Effect.gen(function*() {
@@ -203,11 +155,11 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
     egressAllowList: ["127.0.0.1"],
     timeoutMs: 20_000
   })
-  yield* (yield* VirtualServers).create({ name: "conformance", tools: ["conf/*", "conf2/*"] })
+  yield* (yield* VirtualServers).create({ name: "conformance", tools: ["conf/*", "conf2/*"], bareNames: true })
 }))
 
 const TestLayer = Seed.pipe(
-  Layer.provideMerge(GatewayTesting.layer({ storage: Storage })),
+  Layer.provideMerge(GatewayTesting.layer()),
   Layer.provideMerge(Layer.merge(UpstreamLive, ModernUpstreamLive))
 )
 
@@ -241,7 +193,7 @@ const listedNames = (url: string) =>
     return [...text.matchAll(/"name":"([^"]+)"/g)].map((m) => m[1])
   })
 
-layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("conformance through Janus (issue #7)", (it) => {
+layer(TestLayer, { excludeTestServices: true, timeout: 300_000 })("conformance through Janus (issue #7)", (it) => {
   it.effect(
     "tools-call-*: no FAILURE through Janus that the upstream alone does not report",
     () =>
@@ -259,7 +211,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("conformance t
         console.log(runs.map(summarize).join("\n"))
         compare(runs, scenarios, scenarios, KNOWN_GAPS)
       }),
-    { timeout: 120_000 }
+    { timeout: 300_000 }
   )
 
   it.effect(
@@ -282,6 +234,6 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("conformance t
         console.log(runs.map(summarize).join("\n"))
         compare(runs, modernScenarios, MODERN_BASELINE, MODERN_KNOWN_GAPS)
       }),
-    { timeout: 120_000 }
+    { timeout: 300_000 }
   )
 })

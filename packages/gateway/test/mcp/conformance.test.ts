@@ -52,6 +52,7 @@ const seedPets = Effect.gen(function*() {
 const stableScenarios = [
   "server-initialize",
   "ping",
+  "logging-set-level",
   "tools-list",
   "server-sse-polling",
   "server-sse-multiple-streams",
