@@ -6,6 +6,8 @@
  * under CI=true, where they fail (.ci/run installs Chromium first).
  */
 import { existsSync, mkdirSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { type Browser, chromium, type Page } from "playwright-core"
 
@@ -28,8 +30,13 @@ export const launch = (): Promise<Browser> =>
     args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"]
   })
 
-/** docs/screenshots at the repository root (committed, referenced from README.md). */
-export const screenshotDir = fileURLToPath(new URL("../../../../docs/screenshots/", import.meta.url))
+/**
+ * Every run takes every page's screenshot; the committed ones (docs/screenshots, referenced from
+ * README.md) are rewritten only with UPDATE_SCREENSHOTS=1, so a test run leaves the work tree clean.
+ */
+export const screenshotDir = process.env.UPDATE_SCREENSHOTS === "1"
+  ? fileURLToPath(new URL("../../../../docs/screenshots/", import.meta.url))
+  : join(tmpdir(), "janus-studio-screenshots/")
 
 export const screenshot = async (page: Page, name: string) => {
   mkdirSync(screenshotDir, { recursive: true })

@@ -9,7 +9,7 @@
  * revoked token refused; an OpenAPI import with preview; an API-made change
  * appearing without reload; a forced resync refetching what is on screen;
  * a dropped stream showing "Reconnecting…" and resuming with Last-Event-ID.
- * Each page's screenshot goes to docs/screenshots.
+ * Each page's screenshot goes to docs/screenshots with UPDATE_SCREENSHOTS=1 (see browser.ts).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Frame, Hub } from "@janus/sse"
