@@ -4,7 +4,9 @@
  *
  * @since 0.1.0
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+// deep imports: the package index also loads NodeRedis (and with it the whole redis client)
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
 import { Command } from "effect/cli"
 import { doctor, key, migrate } from "./cli/Operations.ts"
