@@ -207,7 +207,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
       }))
 
     it.effect(
-      "event log: 3 writers, 1 reader: every event exactly once, ids strictly increasing, replay agrees",
+      "event log: 3 writers, 1 reader: every event exactly once, ids strictly increasing, replay agrees; a writer's own stream too",
       () =>
         Effect.gen(function*() {
           const writers = [yield* replica, yield* replica, yield* replica]
@@ -221,6 +221,14 @@ describe.skipIf(!postgres)("postgres replicas", () => {
           const streaming = yield* committed.pipe(
             Stream.take(total),
             Stream.runForEach((event) => Effect.sync(() => streamed.push(event))),
+            Effect.forkChild
+          )
+          // A writer's own stream: its batches are published from memory, the others' read (see EventLog.ts).
+          const writerStreamed: Array<LoggedEvent> = []
+          const writerCommitted = yield* writers[0]!(EventLog.use((log) => Effect.succeed(log.committed)))
+          const writerStreaming = yield* writerCommitted.pipe(
+            Stream.take(total),
+            Stream.runForEach((event) => Effect.sync(() => writerStreamed.push(event))),
             Effect.forkChild
           )
           yield* Effect.sleep("100 millis")
@@ -250,6 +258,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
             )), { concurrency: "unbounded", discard: true })
 
           yield* Fiber.join(streaming).pipe(Effect.timeoutOption("10 seconds"))
+          yield* Fiber.join(writerStreaming).pipe(Effect.timeoutOption("10 seconds"))
           yield* Fiber.interrupt(replaying)
 
           // Every event exactly once, in strictly increasing id order.
@@ -271,6 +280,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
             assert.deepStrictEqual(events, expected)
           }
           assert.deepStrictEqual(yield* reader(EventLog.use((log) => log.after(start, 100_000))), streamed)
+          assert.deepStrictEqual(writerStreamed, streamed, "the writer's own stream is the reader's")
         }),
       { timeout: 60_000 }
     )
