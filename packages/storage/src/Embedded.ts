@@ -12,8 +12,6 @@
  *   signals and the event log go through PGlite's LISTEN/NOTIFY, so the code
  *   paths are the same, with one process listening.
  * - One process owns a data directory: PGlite is not safe to open twice.
- * - PGlite runs in a worker thread unless `thread: "main"` is asked for, so
- *   statements do not stall request handling.
  *
  * @since 0.1.0
  */
@@ -38,8 +36,6 @@ export interface EmbeddedOptions {
   readonly configCacheTtl?: Duration.Input | undefined
   /** `SECRET_CACHE_TTL` (default 30 seconds). */
   readonly secretCacheTtl?: Duration.Input | undefined
-  /** Where PGlite runs (default `"worker"`: off this thread's event loop); see `PgliteClient.PgliteOptions`. */
-  readonly thread?: PgliteClient.PgliteOptions["thread"]
 }
 
 export const defaultJanusDir = "./.janus"
@@ -58,7 +54,7 @@ export const layer = (
   const keys = MasterKey.layerFile({ path: Path.join(janusDir, "master.key"), envKey: options.masterKey })
   // `fresh`: every call is its own database instance, even though the service layers inside are shared values.
   return Layer.fresh(layerServices.pipe(
-    Layer.provideMerge(Layer.merge(PgliteClient.layer({ dataDir, thread: options.thread }), keys)),
+    Layer.provideMerge(Layer.merge(PgliteClient.layer({ dataDir }), keys)),
     Layer.provide(settings(options))
   ))
 }
@@ -71,7 +67,7 @@ export const layerMemory = (
 ): Layer.Layer<EmbeddedServices, StorageStartError> =>
   Layer.fresh(layerServices.pipe(
     Layer.provideMerge(Layer.merge(
-      PgliteClient.layer({ thread: options.thread }),
+      PgliteClient.layer(),
       MasterKey.layerKeys([options.masterKey ?? SecretBox.generateKey()])
     )),
     Layer.provide(settings(options))
