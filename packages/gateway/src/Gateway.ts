@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { Hub } from "@janus/sse"
 import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
 import { Effect, Layer, Option, Redacted } from "effect"

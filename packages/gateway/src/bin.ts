@@ -1,39 +1,19 @@
 #!/usr/bin/env node
 /**
- * The `janus` command.
+ * The `janus` command's entry: turns on Node's module compile cache, then
+ * loads the command (`cli/Main.ts`).
+ *
+ * Why a separate entry: static imports run before a module's body, so the
+ * cache must be on before the command's module graph (about 1,150 modules)
+ * is imported. With the cache, a restart skips compiling what it compiled
+ * last time (about a third of the time to ready went to loading modules).
+ * The cache lives in `NODE_COMPILE_CACHE` when set, else in the system's
+ * temporary directory; entries are keyed by file content, so a changed file
+ * is compiled again.
  *
  * @since 0.1.0
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
-import { Command } from "effect/cli"
-import { doctor, key, migrate } from "./cli/Operations.ts"
-import { connection, endpoint, openapi, secret, token } from "./cli/Resources.ts"
-import { serve } from "./cli/Serve.ts"
-import { InvalidConfiguration, JanusConfig } from "./config/JanusConfig.ts"
-import { Logging } from "./observability/index.ts"
+import * as Module from "node:module"
 
-const janus = Command.make("janus").pipe(
-  Command.withDescription("Janus, the MCP gateway"),
-  Command.withSubcommands([serve, migrate, doctor, token, connection, endpoint, openapi, secret, key])
-)
-
-janus.pipe(
-  Command.run({ version: "0.1.0" }),
-  // JSON lines with trace and request ids; secrets and token-shaped values scrubbed
-  Effect.provide(Layer.provideMerge(Logging.layerConfig, JanusConfig.layer)),
-  Effect.provide(NodeServices.layer),
-  // A configuration mistake is the operator's to fix: print the list, no stack.
-  Effect.catchTag(
-    "InvalidConfiguration",
-    (error: InvalidConfiguration) =>
-      Console.error(error.message).pipe(Effect.andThen(Effect.sync(() => {
-        process.exitCode = 78 // EX_CONFIG
-      })))
-  ),
-  NodeRuntime.runMain({
-    // SIGTERM/SIGINT is how a server is meant to stop: a drain that finished is a success.
-    teardown: (exit, onExit) =>
-      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
-  })
-)
+Module.enableCompileCache()
+await import("./cli/Main.ts")

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as StorageTesting from "@janus/storage/testing"
 import { Layer } from "effect"
 import { FetchHttpClient, type HttpClient, HttpServer } from "effect/http"

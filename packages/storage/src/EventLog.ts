@@ -18,6 +18,12 @@
  *   seq it has seen, in seq order, publishing them on `committed`; it also
  *   re-reads every 5 seconds and after re-listening, in case a notification
  *   was lost. It starts at the log's end: `committed` carries new events.
+ * - Its own flushed batch is published from memory (the seqs come back from
+ *   `INSERT ... RETURNING`), after reading the other instances' events below
+ *   the batch's first seq: the lock ordered their commits before it, so the
+ *   order on `committed` is still seq order, and the flush does not read back
+ *   what it just wrote. `data` is the JSON text that was written, parsed
+ *   (object keys may come in another order than in jsonb).
  * - `after(id, limit)` and `latestId` serve Last-Event-ID replay. Ids are
  *   `seq` converted to numbers (safe up to 2^53).
  * - Rows are `{ topic, about: text[], data: jsonb | null }`; a change signal
@@ -64,46 +70,7 @@ export class EventLog extends Context.Service<EventLog, {
       const sql = yield* SqlClient.SqlClient
       const notifications = yield* Notifications
 
-      // --- writer -------------------------------------------------------------
-      const buffer: Array<AppendEvent> = []
-      const flushing = yield* Semaphore.make(1)
-
-      const write = (batch: ReadonlyArray<AppendEvent>) =>
-        sql.withTransaction(Effect.gen(function*() {
-          yield* sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`
-          for (let i = 0; i < batch.length; i += INSERT_CHUNK) {
-            const rows = batch.slice(i, i + INSERT_CHUNK).map((event) => ({
-              topic: event.topic,
-              about: [...(event.about ?? [])],
-              data: event.data === undefined || event.data === null ? null : JSON.stringify(event.data)
-            }))
-            yield* sql`INSERT INTO broker_event ${sql.insert(rows as [typeof rows[number]])}`
-          }
-          yield* sql`SELECT pg_notify(${channel}, '')`
-        }))
-
-      const flush = flushing.withPermit(Effect.suspend(() => {
-        if (buffer.length === 0) return Effect.void
-        const batch = buffer.splice(0, buffer.length)
-        return write(batch).pipe(
-          Effect.onError(() => Effect.sync(() => buffer.unshift(...batch))),
-          Effect.asVoid
-        )
-      })).pipe(storageError("eventLog.flush"))
-
-      yield* flush.pipe(
-        Effect.catch((error) => Effect.logWarning("event log flush failed; will retry", error)),
-        Effect.repeat(Schedule.spaced("1 second")),
-        Effect.forkScoped
-      )
-      yield* Effect.addFinalizer(() =>
-        flush.pipe(
-          Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-          Effect.catch((error) => Effect.logError("event log: final flush failed; buffered events lost", error))
-        )
-      )
-
-      // --- reader -------------------------------------------------------------
+      // --- reader state ---------------------------------------------------------
       const after = (id: number, limit: number): Effect.Effect<ReadonlyArray<LoggedEvent>, SqlError> =>
         Effect.map(
           sql<EventRow>`SELECT seq, topic, about, data FROM broker_event WHERE seq > ${id} ORDER BY seq LIMIT ${limit}`,
@@ -128,6 +95,95 @@ export class EventLog extends Context.Service<EventLog, {
         }
       }))
 
+      /**
+       * This instance's own batch, just committed with seqs `written`, published without reading it back:
+       * first the events of other instances below its first seq not seen yet (the lock ordered their commits
+       * before ours), then the batch.
+       */
+      const publishOwn = (written: ReadonlyArray<LoggedEvent>) =>
+        reading.withPermit(Effect.gen(function*() {
+          const first = written[0]!.id
+          while (lastSeen < first - 1) {
+            const events = yield* Effect.map(
+              sql<EventRow>`
+                SELECT seq, topic, about, data FROM broker_event
+                WHERE seq > ${lastSeen} AND seq < ${first} ORDER BY seq LIMIT ${READ_BATCH}`,
+              (rows) => rows.map(fromRow)
+            )
+            for (const event of events) {
+              lastSeen = event.id
+              yield* PubSub.publish(hub, event)
+            }
+            if (events.length < READ_BATCH) break
+          }
+          for (const event of written) {
+            if (event.id <= lastSeen) continue
+            lastSeen = event.id
+            yield* PubSub.publish(hub, event)
+          }
+        }))
+
+      // --- writer -------------------------------------------------------------
+      const buffer: Array<AppendEvent> = []
+      const flushing = yield* Semaphore.make(1)
+
+      const write = (batch: ReadonlyArray<AppendEvent>) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`
+          const written: Array<LoggedEvent> = []
+          for (let i = 0; i < batch.length; i += INSERT_CHUNK) {
+            const chunk = batch.slice(i, i + INSERT_CHUNK)
+            const rows = chunk.map((event) => ({
+              topic: event.topic,
+              about: [...(event.about ?? [])],
+              data: event.data === undefined || event.data === null ? null : JSON.stringify(event.data)
+            }))
+            const seqs = yield* sql<{ seq: number | bigint }>`
+              INSERT INTO broker_event ${sql.insert(rows as [typeof rows[number]])} RETURNING seq`
+            // identity values are drawn row by row in VALUES order: the k-th smallest seq is the k-th row
+            const ids = seqs.map((r) => toNumber(r.seq)).sort((x, y) => x - y)
+            for (let j = 0; j < rows.length; j++) {
+              const row = rows[j]!
+              written.push({
+                id: ids[j]!,
+                topic: row.topic,
+                about: row.about,
+                // as the reader would see it: the JSON text parsed (jsonb keeps the same values)
+                data: row.data === null ? null : JSON.parse(row.data)
+              })
+            }
+          }
+          yield* sql`SELECT pg_notify(${channel}, '')`
+          return written
+        }))
+
+      const flush = flushing.withPermit(Effect.suspend(() => {
+        if (buffer.length === 0) return Effect.void
+        const batch = buffer.splice(0, buffer.length)
+        return write(batch).pipe(
+          Effect.onError(() => Effect.sync(() => buffer.unshift(...batch))),
+          // committed: a failure to publish is the reader's to repair (it re-reads every 5 seconds)
+          Effect.flatMap((written) =>
+            written.length === 0 ? Effect.void : publishOwn(written).pipe(
+              Effect.catch((error) => Effect.logWarning("event log: publishing a flushed batch failed", error))
+            )
+          )
+        )
+      })).pipe(storageError("eventLog.flush"))
+
+      yield* flush.pipe(
+        Effect.catch((error) => Effect.logWarning("event log flush failed; will retry", error)),
+        Effect.repeat(Schedule.spaced("1 second")),
+        Effect.forkScoped
+      )
+      yield* Effect.addFinalizer(() =>
+        flush.pipe(
+          Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
+          Effect.catch((error) => Effect.logError("event log: final flush failed; buffered events lost", error))
+        )
+      )
+
+      // --- reader -------------------------------------------------------------
       const listening = Effect.scoped(Effect.gen(function*() {
         const queue = yield* notifications.listen(channel)
         yield* catchUp

@@ -40,6 +40,16 @@
  *   re-read periodically as a backstop.
  * - `get` hides a session whose `expiresAt` has passed, even before
  *   `deleteExpired` removes it.
+ * - `get` answers from an in-process cache of session records (at most
+ *   `CACHE_MAX`, oldest evicted first) so a session's requests do not each
+ *   read the database. An entry is used only while this instance LISTENs (the
+ *   cache holds the LISTEN connection while sessions are read, until
+ *   `CACHE_HOLD` passes without a read) and is dropped on every session-level
+ *   change: this instance's create, delete and expiry sweep, and any other
+ *   instance's (their notifications). Losing or (re)establishing the LISTEN
+ *   connection empties the cache. A read that raced a session-level change is
+ *   not cached. A cached entry past its `expiresAt` is read again (another
+ *   instance may have touched it); this instance's `touch` updates the entry.
  *
  * @since 0.1.0
  */
@@ -54,6 +64,10 @@ import { Notifications } from "./Notifications.ts"
 export const channel = "janus_mcp"
 /** Expired sessions deleted per statement by `deleteExpired`. */
 const SWEEP_CHUNK = 1_000
+/** Session records cached by `get` at most. */
+const CACHE_MAX = 10_000
+/** The cache keeps the LISTEN connection while sessions were read within this time. */
+const CACHE_HOLD = Duration.minutes(1)
 
 /** A stored session. */
 export interface McpSessionRecord {
@@ -210,13 +224,37 @@ const make = Effect.gen(function*() {
     for (const sessionId of watchers.keys()) wake(sessionId, null)
   }
 
+  // --- session cache (see the rules) ---------------------------------------------
+  const cache = new Map<string, McpSessionRecord>()
+  /** True while the LISTEN connection is up: only then can a change by another instance reach the cache. */
+  let cacheLive = false
+  /** Bumped on every session-level change; a read that saw it move is not cached. */
+  let epoch = 0
+  const invalidate = (sessionId: string): void => {
+    epoch++
+    cache.delete(sessionId)
+  }
+  const setCacheLive = (live: boolean): void => {
+    epoch++
+    cache.clear()
+    cacheLive = live
+  }
+  const remember = (record: McpSessionRecord, readAt: number): void => {
+    if (!cacheLive || epoch !== readAt) return
+    cache.delete(record.id)
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!)
+    cache.set(record.id, record)
+  }
+
   const payload = (sessionId: string, streamId: string | null) => JSON.stringify([origin, sessionId, streamId])
 
   const dispatch = (text: string): void => {
     try {
       const value = JSON.parse(text) as unknown
       if (!Array.isArray(value) || value[0] === origin || typeof value[1] !== "string") return
-      wake(value[1], typeof value[2] === "string" ? value[2] : null)
+      const streamId = typeof value[2] === "string" ? value[2] : null
+      if (streamId === null) invalidate(value[1])
+      wake(value[1], streamId)
     } catch {
       // not ours
     }
@@ -225,7 +263,10 @@ const make = Effect.gen(function*() {
   // One LISTEN while anyone watches (kept one idle minute); re-listens every second when the connection is lost.
   const listening = Effect.scoped(Effect.gen(function*() {
     const queue = yield* notifications.listen(channel)
-    wakeAll() // whatever was sent while nobody listened
+    yield* Effect.addFinalizer(() => Effect.sync(() => setCacheLive(false)))
+    // whatever was sent while nobody listened
+    setCacheLive(true)
+    wakeAll()
     while (true) dispatch(yield* Queue.take(queue))
   }))
   const listener = yield* RcRef.make({
@@ -237,6 +278,27 @@ const make = Effect.gen(function*() {
     ),
     idleTimeToLive: "1 minute"
   })
+
+  // The cache holds the listener while sessions are read: a fiber in the layer's scope that lets go after
+  // a CACHE_HOLD without a read (so between one and two CACHE_HOLDs after the last one).
+  const layerScope = yield* Effect.scope
+  let holding = false
+  let reads = 0
+  const hold: Effect.Effect<void> = Effect.scoped(Effect.gen(function*() {
+    yield* RcRef.get(listener)
+    do {
+      reads = 0
+      yield* Effect.sleep(CACHE_HOLD)
+    } while (reads > 0)
+  })).pipe(Effect.ensuring(Effect.sync(() => {
+    holding = false
+  })))
+  const keepListening = (): Effect.Effect<void> => {
+    reads++
+    if (holding) return Effect.void
+    holding = true
+    return Effect.asVoid(Effect.forkIn(hold, layerScope))
+  }
 
   const watch = (sessionId: string, streamId: string) =>
     Effect.gen(function*() {
@@ -279,23 +341,54 @@ const make = Effect.gen(function*() {
           ${session.lastSeenAt}::timestamptz, ${session.expiresAt}::timestamptz, ${session.logLevel ?? null})`
       return replaced.length > 0
     })).pipe(
-      Effect.tap((replaced) => Effect.sync(() => replaced && wake(session.id, null))),
+      Effect.tap((replaced) =>
+        Effect.sync(() => {
+          if (replaced) wake(session.id, null)
+          invalidate(session.id)
+        })
+      ),
       Effect.asVoid,
       storageError("mcpSessions.create")
     )
 
+  const readSession = (id: string, now: Date) =>
+    Effect.suspend(() => {
+      const readAt = epoch
+      return sql<SessionRow>`
+        SELECT ${sql.literal(sessionColumns)} FROM mcp_sessions
+        WHERE id = ${id} AND expires_at >= ${now}::timestamptz`.pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          if (row === undefined) return Option.none<McpSessionRecord>()
+          const record = fromRow(row)
+          remember(record, readAt)
+          return Option.some(record)
+        }),
+        storageError("mcpSessions.get")
+      )
+    })
+
   const get = (id: string, now: Date) =>
-    sql<SessionRow>`
-      SELECT ${sql.literal(sessionColumns)} FROM mcp_sessions
-      WHERE id = ${id} AND expires_at >= ${now}::timestamptz`.pipe(
-      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), fromRow)),
-      storageError("mcpSessions.get")
-    )
+    Effect.suspend(() => {
+      const hit = cacheLive ? cache.get(id) : undefined
+      const held = keepListening()
+      if (hit !== undefined && hit.expiresAt.getTime() >= now.getTime()) return Effect.as(held, Option.some(hit))
+      return Effect.andThen(held, readSession(id, now))
+    })
 
   const touch = (id: string, lastSeenAt: Date, expiresAt: Date) =>
     sql`
       UPDATE mcp_sessions SET last_seen_at = ${lastSeenAt}::timestamptz, expires_at = ${expiresAt}::timestamptz
-      WHERE id = ${id}`.pipe(Effect.asVoid, storageError("mcpSessions.touch"))
+      WHERE id = ${id}`.pipe(
+      Effect.tap(() =>
+        Effect.sync(() => {
+          const cached = cache.get(id)
+          if (cached !== undefined) cache.set(id, { ...cached, lastSeenAt, expiresAt })
+        })
+      ),
+      Effect.asVoid,
+      storageError("mcpSessions.touch")
+    )
 
   const setLogLevel = (id: string, level: string) =>
     sql<{ id: string }>`UPDATE mcp_sessions SET log_level = ${level} WHERE id = ${id} RETURNING id`.pipe(
@@ -308,6 +401,7 @@ const make = Effect.gen(function*() {
       WITH gone AS (DELETE FROM mcp_sessions WHERE id = ${id} RETURNING id)
       SELECT pg_notify(${channel}, ${payload(id, null)}) FROM gone`.pipe(
       Effect.map((rows) => {
+        invalidate(id)
         if (rows.length > 0) wake(id, null)
         return rows.length > 0
       }),
@@ -324,7 +418,10 @@ const make = Effect.gen(function*() {
               SELECT id FROM mcp_sessions WHERE expires_at < ${now}::timestamptz LIMIT ${SWEEP_CHUNK})
             RETURNING id)
           SELECT id, pg_notify(${channel}, json_build_array(${origin}::text, id, NULL)::text) FROM gone`
-        for (const row of rows) wake(row.id, null)
+        for (const row of rows) {
+          invalidate(row.id)
+          wake(row.id, null)
+        }
         total += rows.length
         if (rows.length < SWEEP_CHUNK) return total
       }

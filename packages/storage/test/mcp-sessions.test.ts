@@ -8,7 +8,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { TestClock } from "effect/testing"
 import { type McpSessionRecord, McpSessions } from "../src/index.ts"
 import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { unique } from "./helpers.ts"
+import { eventually, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
@@ -79,6 +79,41 @@ for (const backend of backends) {
           assert.isTrue(yield* sessions.delete(id))
           assert.isFalse(yield* sessions.delete(id))
           assert.isTrue(Option.isNone(yield* sessions.get(id, new Date(now))))
+        }))
+
+      it.effect("cache: get serves a session from memory; this instance's touch and delete reach it", () =>
+        Effect.gen(function*() {
+          const sessions = yield* McpSessions
+          const sql = yield* SqlClient.SqlClient
+          const id = unique("s")
+          const now = Date.now()
+          yield* sessions.create(session(id, now))
+          // A change behind the store's back (no notification) shows whether `get` still reads the row.
+          let n = 0
+          yield* eventually(
+            Effect.gen(function*() {
+              yield* sessions.get(id, new Date(now))
+              const version = `sneaky-${++n}`
+              yield* sql`UPDATE mcp_sessions SET protocol_version = ${version} WHERE id = ${id}`
+              const got = Option.getOrThrow(yield* sessions.get(id, new Date(now)))
+              return got.protocolVersion !== version
+            }).pipe(Effect.orDie),
+            10_000
+          )
+          // Cached: this instance's touch updates the entry, its delete removes it.
+          yield* sessions.touch(id, new Date(now + 1_000), new Date(now + 2 * HOUR))
+          const touched = Option.getOrThrow(yield* sessions.get(id, new Date(now)))
+          assert.strictEqual(touched.lastSeenAt.getTime(), now + 1_000)
+          assert.strictEqual(touched.expiresAt.getTime(), now + 2 * HOUR)
+          // Past the cached expiry (another instance may have touched it): read again.
+          yield* sql`UPDATE mcp_sessions SET expires_at = ${new Date(now + 4 * HOUR)}::timestamptz WHERE id = ${id}`
+          const reread = Option.getOrThrow(yield* sessions.get(id, new Date(now + 3 * HOUR)))
+          assert.strictEqual(reread.expiresAt.getTime(), now + 4 * HOUR)
+          assert.isTrue(yield* sessions.delete(id))
+          assert.isTrue(Option.isNone(yield* sessions.get(id, new Date(now))))
+          // A replacing create is seen at once, not the cached record it replaced.
+          yield* sessions.create(session(id, now, { ownerId: "token:carol" }))
+          assert.strictEqual(Option.getOrThrow(yield* sessions.get(id, new Date(now))).ownerId, "token:carol")
         }))
 
       it.effect("expiry: get hides an expired session; deleteExpired removes it with its streams", () =>

@@ -169,8 +169,45 @@ describe.skipIf(!postgres)("postgres replicas", () => {
         assert.deepStrictEqual(page.events, [{ seq: 1, data: "hello" }], "committed when the notification arrives")
       }))
 
+    it.effect("mcp sessions: a session cached by one instance ends there when another instance deletes it", () =>
+      Effect.gen(function*() {
+        const a = yield* replica
+        const b = yield* replica
+        const id = unique("s")
+        const now = Date.now()
+        yield* a(McpSessions.use((s) =>
+          s.create({
+            id,
+            ownerId: "o",
+            protocolVersion: "2025-11-25",
+            clientInfo: null,
+            clientCapabilities: {},
+            createdAt: new Date(now),
+            lastSeenAt: new Date(now),
+            expiresAt: new Date(now + 60_000)
+          })
+        ))
+        // B serves the session from its cache: a change behind the stores' backs (no notification) stays unseen.
+        let n = 0
+        yield* eventually(
+          b(Effect.gen(function*() {
+            const sessions = yield* McpSessions
+            const sql = yield* SqlClient.SqlClient
+            yield* sessions.get(id, new Date(now))
+            const version = `sneaky-${++n}`
+            yield* sql`UPDATE mcp_sessions SET protocol_version = ${version} WHERE id = ${id}`
+            const got = Option.getOrThrow(yield* sessions.get(id, new Date(now)))
+            return got.protocolVersion !== version
+          })).pipe(Effect.orDie),
+          10_000
+        )
+        // A deletes it: B's cached entry goes with A's notification.
+        assert.isTrue(yield* a(McpSessions.use((s) => s.delete(id))))
+        yield* eventually(b(McpSessions.use((s) => s.get(id, new Date(now)))).pipe(Effect.map(Option.isNone)), 5_000)
+      }))
+
     it.effect(
-      "event log: 3 writers, 1 reader: every event exactly once, ids strictly increasing, replay agrees",
+      "event log: 3 writers, 1 reader: every event exactly once, ids strictly increasing, replay agrees; a writer's own stream too",
       () =>
         Effect.gen(function*() {
           const writers = [yield* replica, yield* replica, yield* replica]
@@ -184,6 +221,14 @@ describe.skipIf(!postgres)("postgres replicas", () => {
           const streaming = yield* committed.pipe(
             Stream.take(total),
             Stream.runForEach((event) => Effect.sync(() => streamed.push(event))),
+            Effect.forkChild
+          )
+          // A writer's own stream: its batches are published from memory, the others' read (see EventLog.ts).
+          const writerStreamed: Array<LoggedEvent> = []
+          const writerCommitted = yield* writers[0]!(EventLog.use((log) => Effect.succeed(log.committed)))
+          const writerStreaming = yield* writerCommitted.pipe(
+            Stream.take(total),
+            Stream.runForEach((event) => Effect.sync(() => writerStreamed.push(event))),
             Effect.forkChild
           )
           yield* Effect.sleep("100 millis")
@@ -213,6 +258,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
             )), { concurrency: "unbounded", discard: true })
 
           yield* Fiber.join(streaming).pipe(Effect.timeoutOption("10 seconds"))
+          yield* Fiber.join(writerStreaming).pipe(Effect.timeoutOption("10 seconds"))
           yield* Fiber.interrupt(replaying)
 
           // Every event exactly once, in strictly increasing id order.
@@ -234,6 +280,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
             assert.deepStrictEqual(events, expected)
           }
           assert.deepStrictEqual(yield* reader(EventLog.use((log) => log.after(start, 100_000))), streamed)
+          assert.deepStrictEqual(writerStreamed, streamed, "the writer's own stream is the reader's")
         }),
       { timeout: 60_000 }
     )

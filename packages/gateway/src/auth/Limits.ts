@@ -37,7 +37,6 @@
  *
  * @since 0.1.0
  */
-import { NodeRedis } from "@effect/platform-node"
 import { Clock, Duration, Effect, Exit, Fiber, Layer, Metric, Redacted, Schema, Scope } from "effect"
 import { RateLimiter } from "effect/persistence"
 
@@ -216,6 +215,8 @@ const connectRedis = (
 ): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
   Effect.gen(function*() {
     const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
+    // loaded only when Redis is configured: the redis client is hundreds of modules to load at start-up
+    const NodeRedis = yield* Effect.promise(() => import("@effect/platform-node/NodeRedis"))
     const context = yield* Layer.buildWithScope(
       NodeRedis.layer({
         url,

@@ -26,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Context, Duration, Effect, Exit, Layer } from "effect"
 import type { HttpClient } from "effect/http"
 import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns"

@@ -40,12 +40,38 @@
  *   fold into `"_other"`.
  * - Recorders are synchronous (`updateUnsafe`) and take the context whose
  *   `MetricRegistry` they write to; the `Effect` forms read it from the fiber.
+ *   They record against a small context holding only what metrics read
+ *   (registry, contextual attributes, clock), built once per combination:
+ *   an attributed metric copies the context it is given on every update, and
+ *   a request fiber's context holds every service.
  *
  * @since 0.1.0
  */
 import { Metrics as SseMetrics } from "@janus/sse"
 import { auditDropped } from "@janus/storage"
-import { type Context, Effect, Metric } from "effect"
+import { Clock, Context, Effect, Metric } from "effect"
+
+let lastRegistry: unknown
+let lastAttributes: unknown
+let lastClock: unknown
+let lastSlim: Context.Context<never> | undefined
+
+/** The part of `context` metrics read (see the rules). */
+const slim = (context: Context.Context<never>): Context.Context<never> => {
+  const registry = Context.get(context, Metric.MetricRegistry)
+  const attributes = Context.get(context, Metric.CurrentMetricAttributes)
+  const clock = Context.get(context, Clock.Clock)
+  if (lastSlim === undefined || registry !== lastRegistry || attributes !== lastAttributes || clock !== lastClock) {
+    lastRegistry = registry
+    lastAttributes = attributes
+    lastClock = clock
+    lastSlim = Context.make(Metric.MetricRegistry, registry).pipe(
+      Context.add(Metric.CurrentMetricAttributes, attributes),
+      Context.add(Clock.Clock, clock)
+    ) as Context.Context<never>
+  }
+  return lastSlim
+}
 
 /** Upper bound of distinct values per attribute map. */
 export const MAX_SERIES = 2_000
@@ -200,14 +226,14 @@ export const recordHttpRequest = (
   route: string,
   status: number,
   seconds: number
-): void => httpByMethod(method)(route)(statusKey(status)).updateUnsafe(seconds, context)
+): void => httpByMethod(method)(route)(statusKey(status)).updateUnsafe(seconds, slim(context))
 
 const activeByMethod = memo((method) =>
   Metric.withAttributes(httpServerActiveRequests, { "http.request.method": method })
 )
 /** Adds `delta` (+1 / -1) to the in-flight requests of `method`. */
 export const httpActive = (context: Context.Context<never>, method: string, delta: number): void =>
-  activeByMethod(method).modifyUnsafe(delta, context)
+  activeByMethod(method).modifyUnsafe(delta, slim(context))
 
 // -----------------------------------------------------------------------------
 // tools/call
@@ -244,13 +270,13 @@ export const recordCall = (
   seconds: number
 ): void => {
   const toolLabel = connection === null ? "" : tool
-  callCounters(toolLabel)(connection ?? "")(outcome).updateUnsafe(1, context)
-  callDurations(toolLabel)(outcome).updateUnsafe(seconds, context)
+  callCounters(toolLabel)(connection ?? "")(outcome).updateUnsafe(1, slim(context))
+  callDurations(toolLabel)(outcome).updateUnsafe(seconds, slim(context))
 }
 
 /** Adds `delta` (+1 / -1) to the calls holding a concurrency permit. */
 export const callActive = (context: Context.Context<never>, delta: number): void =>
-  callsActive.modifyUnsafe(delta, context)
+  callsActive.modifyUnsafe(delta, slim(context))
 
 // -----------------------------------------------------------------------------
 // Admission, breakers, caches
@@ -263,7 +289,7 @@ const refusalByReason = memo((reason) => Metric.withAttributes(admissionRefusals
 
 /** Records an admission refusal. */
 export const recordRefusal = (context: Context.Context<never>, reason: RefusalReason): void =>
-  refusalByReason(reason).updateUnsafe(1, context)
+  refusalByReason(reason).updateUnsafe(1, slim(context))
 
 /** Breaker states as gauge values. */
 export const BreakerStateValue = { Closed: 0, HalfOpen: 1, Open: 2 } as const
@@ -275,7 +301,7 @@ export const recordBreakerState = (
   context: Context.Context<never>,
   connection: string,
   state: keyof typeof BreakerStateValue
-): void => breakerByConnection(connection).updateUnsafe(BreakerStateValue[state], context)
+): void => breakerByConnection(connection).updateUnsafe(BreakerStateValue[state], slim(context))
 
 /** The caches Janus reports on (SPEC "Caches and their invalidation"). */
 export type CacheName = "config" | "token" | "secret" | "response" | "jwks" | (string & {})
@@ -285,14 +311,17 @@ const cacheMisses = memo((cache) => Metric.withAttributes(cacheLookups, { cache,
 
 /** Records one lookup of `cache`. */
 export const recordCacheLookup = (context: Context.Context<never>, cache: CacheName, hit: boolean): void =>
-  (hit ? cacheHits : cacheMisses)(cache).updateUnsafe(1, context)
+  (hit ? cacheHits : cacheMisses)(cache).updateUnsafe(1, slim(context))
 
 /**
  * `recordCacheLookup` as an effect; build it once per cache and reuse it:
  * `const responseHit = Metrics.cacheLookup("response", true)`.
  */
 export const cacheLookup = (cache: CacheName, hit: boolean): Effect.Effect<void> =>
-  Metric.update(hit ? cacheHits(cache) : cacheMisses(cache), 1)
+  Effect.withFiber((fiber) => {
+    recordCacheLookup(fiber.context as Context.Context<never>, cache, hit)
+    return Effect.void
+  })
 
 // -----------------------------------------------------------------------------
 // Event log, readiness, drain
@@ -305,22 +334,22 @@ export const recordEventLogFlush = (
   lagSeconds: number,
   durationSeconds: number
 ): void => {
-  eventLogFlushSize.updateUnsafe(size, context)
-  eventLogFlushLag.updateUnsafe(lagSeconds, context)
-  eventLogFlushDuration.updateUnsafe(durationSeconds, context)
+  eventLogFlushSize.updateUnsafe(size, slim(context))
+  eventLogFlushLag.updateUnsafe(lagSeconds, slim(context))
+  eventLogFlushDuration.updateUnsafe(durationSeconds, slim(context))
 }
 
 /** Sets the number of appended, unflushed events. */
 export const recordEventLogBuffered = (context: Context.Context<never>, count: number): void =>
-  eventLogBuffered.updateUnsafe(count, context)
+  eventLogBuffered.updateUnsafe(count, slim(context))
 
 /** Sets `janus.ready`. */
 export const recordReady = (context: Context.Context<never>, isReady: boolean): void =>
-  ready.updateUnsafe(isReady ? 1 : 0, context)
+  ready.updateUnsafe(isReady ? 1 : 0, slim(context))
 
 /** Sets `janus.draining`. */
 export const recordDraining = (context: Context.Context<never>, isDraining: boolean): void =>
-  draining.updateUnsafe(isDraining ? 1 : 0, context)
+  draining.updateUnsafe(isDraining ? 1 : 0, slim(context))
 
 /** Runs a synchronous recorder with the current fiber's context. */
 export const withContext = (f: (context: Context.Context<never>) => void): Effect.Effect<void> =>
@@ -334,13 +363,13 @@ export const withContext = (f: (context: Context.Context<never>) => void): Effec
  */
 export const initialize = (context: Context.Context<never>): void => {
   for (const reason of ["coalesced", "overflow", "replay", "blocked"] as const) {
-    SseMetrics.droppedFor(reason).updateUnsafe(0, context)
+    SseMetrics.droppedFor(reason).updateUnsafe(0, slim(context))
   }
   for (const reason of ["unauthenticated", "forbidden", "rate_limited", "shed"] as const) {
-    refusalByReason(reason).updateUnsafe(0, context)
+    refusalByReason(reason).updateUnsafe(0, slim(context))
   }
-  auditDropped.updateUnsafe(0, context)
-  callsActive.modifyUnsafe(0, context)
-  eventLogBuffered.modifyUnsafe(0, context)
-  draining.modifyUnsafe(0, context)
+  auditDropped.updateUnsafe(0, slim(context))
+  callsActive.modifyUnsafe(0, slim(context))
+  eventLogBuffered.modifyUnsafe(0, slim(context))
+  draining.modifyUnsafe(0, slim(context))
 }

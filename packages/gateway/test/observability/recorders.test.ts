@@ -1,0 +1,43 @@
+/**
+ * The synchronous recorders write to the `MetricRegistry` of the context they
+ * are given, with its contextual attributes, even though they record against
+ * a reduced copy of that context (see `Metrics.ts`).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Metric } from "effect"
+import { Metrics } from "../../src/observability/index.ts"
+
+const callsIn = (registry: Map<any, any>) =>
+  Effect.gen(function*() {
+    const snapshot = yield* Metric.snapshot.pipe(Effect.provideService(Metric.MetricRegistry, registry))
+    return snapshot.filter((m) => m.id === "janus.calls")
+  })
+
+describe("metric recorders", () => {
+  it.effect("record into the registry of the given context, with its contextual attributes", () =>
+    Effect.gen(function*() {
+      const a = new Map()
+      const b = new Map()
+      const inA = Context.make(Metric.MetricRegistry, a)
+      const inB = Context.make(Metric.MetricRegistry, b).pipe(
+        Context.add(Metric.CurrentMetricAttributes, { instance: "b" })
+      )
+      Metrics.recordCall(inA as Context.Context<never>, "get_pet", "pets", "ok", 0.01)
+      Metrics.recordCall(inB as Context.Context<never>, "get_pet", "pets", "ok", 0.01)
+      Metrics.recordCall(inA as Context.Context<never>, "get_pet", "pets", "ok", 0.01)
+
+      const seenA = yield* callsIn(a)
+      const seenB = yield* callsIn(b)
+      assert.strictEqual(seenA.length, 1)
+      assert.strictEqual((seenA[0]!.state as { count: number }).count, 2)
+      assert.deepStrictEqual(seenA[0]!.attributes, { outcome: "ok", tool: "get_pet", connection: "pets" })
+      assert.strictEqual(seenB.length, 1)
+      assert.strictEqual((seenB[0]!.state as { count: number }).count, 1)
+      assert.deepStrictEqual(seenB[0]!.attributes, {
+        instance: "b",
+        outcome: "ok",
+        tool: "get_pet",
+        connection: "pets"
+      })
+    }))
+})
