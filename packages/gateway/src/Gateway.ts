@@ -25,6 +25,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
+import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
@@ -166,8 +167,9 @@ export const services: Layer.Layer<
 /** The Node HTTP server on JANUS_HOST:JANUS_PORT. */
 export const ServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
-  // Node's own limits on header size, slow headers and slow requests (see auth/Hardening.ts)
-  return NodeHttpServer.layer(() => Hardening.createServer(), {
+  // Node's own limits on header size, slow headers and slow requests (see auth/Hardening.ts);
+  // requests accepted before the router is installed get 503 rather than no answer (http/Startup.ts)
+  return NodeHttpServer.layer(() => Startup.answerUntilServed(Hardening.createServer()), {
     host: config.JANUS_HOST,
     port: config.JANUS_PORT,
     // the drain (observability/Drain.ts) has already waited up to JANUS_SHUTDOWN_TIMEOUT for in-flight
