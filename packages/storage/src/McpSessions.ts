@@ -28,7 +28,8 @@
  *   Appending to a closed, evicted or unknown stream stores nothing and
  *   returns 0.
  * - `closeStream`, `delete`, `deleteExpired`, a replacing `create` and a
- *   stream evicted by `openStream` notify too, so followers end promptly.
+ *   stream evicted by `openStream` notify too, so followers end promptly;
+ *   `setLogLevel` does, so every instance drops its cached record.
  * - Notifications carry `[origin, sessionId, streamId | null]` (null: the
  *   whole session). This instance's own writes wake its watchers directly
  *   after the write; notifications it sent itself are ignored.
@@ -390,9 +391,16 @@ const make = Effect.gen(function*() {
       storageError("mcpSessions.touch")
     )
 
+  // A session-level change: every instance's cached record of it is dropped (here at once, elsewhere by
+  // the notification), or calls would keep relaying at the old level.
   const setLogLevel = (id: string, level: string) =>
-    sql<{ id: string }>`UPDATE mcp_sessions SET log_level = ${level} WHERE id = ${id} RETURNING id`.pipe(
-      Effect.map((rows) => rows.length > 0),
+    sql<{ id: string }>`
+      WITH changed AS (UPDATE mcp_sessions SET log_level = ${level} WHERE id = ${id} RETURNING id)
+      SELECT id, pg_notify(${channel}, ${payload(id, null)}) FROM changed`.pipe(
+      Effect.map((rows) => {
+        invalidate(id)
+        return rows.length > 0
+      }),
       storageError("mcpSessions.setLogLevel")
     )
 

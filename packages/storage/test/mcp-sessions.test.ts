@@ -81,7 +81,7 @@ for (const backend of backends) {
           assert.isTrue(Option.isNone(yield* sessions.get(id, new Date(now))))
         }))
 
-      it.effect("cache: get serves a session from memory; this instance's touch and delete reach it", () =>
+      it.effect("cache: get serves a session from memory; this instance's setLogLevel, touch and delete reach it", () =>
         Effect.gen(function*() {
           const sessions = yield* McpSessions
           const sql = yield* SqlClient.SqlClient
@@ -100,7 +100,9 @@ for (const backend of backends) {
             }).pipe(Effect.orDie),
             10_000
           )
-          // Cached: this instance's touch updates the entry, its delete removes it.
+          // Cached: this instance's setLogLevel and touch update the entry, its delete removes it.
+          assert.isTrue(yield* sessions.setLogLevel(id, "error"))
+          assert.strictEqual(Option.getOrThrow(yield* sessions.get(id, new Date(now))).logLevel, "error")
           yield* sessions.touch(id, new Date(now + 1_000), new Date(now + 2 * HOUR))
           const touched = Option.getOrThrow(yield* sessions.get(id, new Date(now)))
           assert.strictEqual(touched.lastSeenAt.getTime(), now + 1_000)

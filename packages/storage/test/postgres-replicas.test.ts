@@ -169,7 +169,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
         assert.deepStrictEqual(page.events, [{ seq: 1, data: "hello" }], "committed when the notification arrives")
       }))
 
-    it.effect("mcp sessions: a session cached by one instance ends there when another instance deletes it", () =>
+    it.effect("mcp sessions: a session cached by one instance changes there with another instance's setLogLevel, ends with its delete", () =>
       Effect.gen(function*() {
         const a = yield* replica
         const b = yield* replica
@@ -200,6 +200,14 @@ describe.skipIf(!postgres)("postgres replicas", () => {
             return got.protocolVersion !== version
           })).pipe(Effect.orDie),
           10_000
+        )
+        // A sets the session's log level: B's cached entry goes with A's notification.
+        assert.isTrue(yield* a(McpSessions.use((s) => s.setLogLevel(id, "error"))))
+        yield* eventually(
+          b(McpSessions.use((s) => s.get(id, new Date(now)))).pipe(
+            Effect.map((got) => Option.getOrThrow(got).logLevel === "error")
+          ),
+          5_000
         )
         // A deletes it: B's cached entry goes with A's notification.
         assert.isTrue(yield* a(McpSessions.use((s) => s.delete(id))))
