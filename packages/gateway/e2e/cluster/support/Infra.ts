@@ -81,14 +81,21 @@ const postgresBin = (): string => {
 
 const asRoot = process.getuid?.() === 0
 
+/** `runuser` lives in an sbin directory, which a non-login PATH (CI's, say) may lack. */
+const runuser = (): string =>
+  ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser", "/bin/runuser"].find((p) => Fs.existsSync(p)) ??
+    "runuser"
+
 /** Runs a Postgres binary as the `postgres` OS user (when we are root) and waits for it. */
 const pgRun = (bin: string, args: ReadonlyArray<string>) => {
-  const command = asRoot ? "runuser" : bin
+  const command = asRoot ? runuser() : bin
   const argv = asRoot ? ["-u", "postgres", "--", bin, ...args] : [...args]
   const result = spawnSync(command, argv, { encoding: "utf8", timeout: 60_000 })
   if (result.status !== 0) {
     throw new Error(
-      `${Path.basename(bin)} ${args.join(" ")} failed (${result.status}): ${result.stderr}${result.stdout}`
+      `${Path.basename(bin)} ${args.join(" ")} failed (${result.error?.message ?? `exit ${result.status}`}): ${
+        result.stderr ?? ""
+      }${result.stdout ?? ""}`
     )
   }
   return result.stdout
@@ -127,7 +134,7 @@ export const startPostgres = async (): Promise<PrivatePostgres> => {
     try {
       stop()
     } catch {
-      spawnSync(asRoot ? "runuser" : Path.join(bin, "pg_ctl"), [
+      spawnSync(asRoot ? runuser() : Path.join(bin, "pg_ctl"), [
         ...(asRoot ? ["-u", "postgres", "--", Path.join(bin, "pg_ctl")] : []),
         "-D",
         data,
