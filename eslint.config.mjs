@@ -5,7 +5,7 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/dist", "**/node_modules", ".toolchain", ".janus", "**/*.md", "packages/gateway/studio/dist", "**/dist-types"]
+    ignores: ["**/dist", "**/node_modules", ".toolchain", ".janus", "**/*.md", "**/dist-types"]
   },
   ...tseslint.configs.recommended,
   ...effectEslint.configs.dprint,
