@@ -10,6 +10,10 @@
  * - the official-SDK server: a minimal MCP server on
  *   `@modelcontextprotocol/server` v2 making the same downstream call
  *   (`support/sdk-server.ts`);
+ * - the floor of Janus's own stack: effect's HTTP server and HttpClient on
+ *   undici with one route making the same downstream call and nothing else
+ *   (`support/effect-floor.ts`), 2026-07-28 only: what any gateway on this
+ *   stack pays, so Janus's own cost per call is Janus minus the floor;
  * - the load generator (`support/loadgen.ts`), one process per measurement.
  *
  * Measured, one after the other, interleaved per concurrency level so the
@@ -145,6 +149,9 @@ try {
   const sdk = spawnNode(support("sdk-server.ts"), [downstreamUrl])
   children.push(sdk)
   const sdkUrl = (await sdk.announced).url as string
+  const floor = spawnNode(support("effect-floor.ts"), [downstreamUrl])
+  children.push(floor)
+  const floorUrl = (await floor.announced).url as string
 
   log("seeding JANUS_HOME through storage")
   const seeded = await runNode(support("seed.ts"), [home, downstreamUrl, "0"])
@@ -197,6 +204,10 @@ try {
     const direct = await load({ url: `${downstreamUrl}/pets/7`, mode: "direct", concurrency }, downstream)
     table.set(`direct c=${concurrency}`, direct)
     check(`direct c=${concurrency}`, direct)
+    log(`concurrency ${concurrency}: effect floor`)
+    const viaFloor = await load({ url: floorUrl, mode: "call", revision: "2026-07-28", concurrency }, floor)
+    table.set(`floor c=${concurrency}`, viaFloor)
+    check(`floor c=${concurrency}`, viaFloor)
     for (const revision of REVISIONS) {
       const { janus: b, sdk: c } = targets(revision)
       log(`concurrency ${concurrency}: Janus ${revision}`)
@@ -226,6 +237,20 @@ try {
         `${a.serverCpuUsPerCall}; ${b.serverCpuUsPerCall}; ${c.serverCpuUsPerCall}`
     }
   }
+
+  for (const concurrency of LEVELS) {
+    const d = table.get(`floor c=${concurrency}`)!
+    const b = table.get(`janus 2026-07-28 c=${concurrency}`)!
+    results[`effect floor c=${concurrency}: calls/s; p50/p99 ms; server CPU µs/call`] = `${fmt(d.rps)}; ${ms(d.p50)}/${
+      ms(d.p99)
+    }; ${d.serverCpuUsPerCall}`
+    results[`2026-07-28 c=${concurrency} Janus's own CPU µs/call (Janus - floor); Janus/floor throughput`] = `${
+      b.serverCpuUsPerCall - d.serverCpuUsPerCall
+    }; ${ratio(b.rps, d.rps)}`
+  }
+  results[`effect floor max calls/s (best of c=${LEVELS.join(",")})`] = Math.max(
+    ...LEVELS.map((c) => table.get(`floor c=${c}`)!.rps)
+  )
 
   // Half of Janus' best closed-loop throughput, open loop, for the direct call and through Janus.
   for (const revision of REVISIONS) {
@@ -296,6 +321,8 @@ try {
       "Mcp-Session-Id; the SDK's default createMcpHandler serves 2025 statelessly and issues none)",
     "direct = the downstream alone; the SDK server calls it with global fetch, Janus with its pooled undici client " +
       "(egress guard, breaker, audit of every call, Studio calls event)",
+    "effect floor = effect's HTTP server + HttpClient (undici) with one route making the same downstream call, no " +
+      "MCP checks, auth, limits, audit or metrics: the framework's own cost per call on this machine",
     "server CPU µs/call = CPU time of that server process over the run (/proc, warm-up included) / requests sent: " +
       "steadier than throughput on a shared machine",
     `load average (1 min) at start ${loadAtStart}, at end ${
