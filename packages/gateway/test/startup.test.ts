@@ -9,8 +9,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as StorageTesting from "@janus/storage/testing"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import { JanusConfig } from "../src/config/JanusConfig.ts"
 import * as Gateway from "../src/Gateway.ts"
+import * as Startup from "../src/http/Startup.ts"
 
 interface Answer {
   readonly status: number
@@ -67,4 +70,30 @@ describe("Gateway.ServerLive while the gateway starts", () => {
       assert.strictEqual(ready.status, 200)
       assert.deepStrictEqual(ready.body, { status: "ready" })
     }))
+})
+
+describe("Startup.answerUntilServed after shutdown", () => {
+  it.live("says the gateway is stopping once the router's listener was installed and removed", () =>
+    Effect.gen(function*() {
+      const server = Startup.answerUntilServed(Http.createServer())
+      yield* Effect.acquireRelease(
+        Effect.callback<void>((resume) => {
+          server.listen(0, "127.0.0.1", () => resume(Effect.void))
+        }),
+        () => Effect.callback<void>((resume) => server.close(() => resume(Effect.void)))
+      )
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      assert.deepInclude((yield* get(`${url}/readyz`)).body, { status: "starting" })
+      const router = (_: Http.IncomingMessage, response: Http.ServerResponse) => {
+        response.end(JSON.stringify({ status: "ready" }))
+      }
+      server.on("request", router)
+      assert.deepStrictEqual((yield* get(`${url}/readyz`)).body, { status: "ready" })
+      server.off("request", router)
+      const stopping = yield* get(`${url}/readyz`)
+      assert.strictEqual(stopping.status, 503)
+      assert.strictEqual(stopping.retryAfter, "1")
+      assert.deepInclude(stopping.body, { status: "stopping" })
+      assert.strictEqual((yield* get(`${url}/healthz`)).status, 200)
+    }).pipe(Effect.scoped))
 })

@@ -13,7 +13,8 @@
  * - While no other `request` listener is installed, every request gets an
  *   answer at once: `GET /healthz` 200 (the process serves HTTP), anything
  *   else, `/readyz` included, 503 with `Retry-After: 1` and a JSON body saying
- *   the gateway is starting.
+ *   the gateway is starting, or, once a router has been installed and
+ *   removed again (shutdown), that it is stopping.
  * - Once the router's listener is installed this one stands aside, checked
  *   per request, so no request is ever answered twice or by nobody, whatever
  *   the order listeners are added or removed in.
@@ -27,8 +28,15 @@ const STARTING_BODY = JSON.stringify({
   reason: "The gateway is starting and does not serve requests yet; retry shortly"
 })
 
+const STOPPING_BODY = JSON.stringify({
+  status: "stopping",
+  reason: "The gateway is shutting down and no longer serves requests; retry (another instance may answer)"
+})
+
 /** Adds the starting-time responder to `server` and returns it. */
 export const answerUntilServed = <S extends Http.Server>(server: S): S => {
+  // set once another request listener (the router) has been added: without one after that, the gateway is stopping
+  let served = false
   server.on("request", (request: Http.IncomingMessage, response: Http.ServerResponse) => {
     // the router (or any other handler) is installed: it answers
     if (server.listenerCount("request") > 1) return
@@ -39,7 +47,10 @@ export const answerUntilServed = <S extends Http.Server>(server: S): S => {
       return
     }
     response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
-    response.end(STARTING_BODY)
+    response.end(served ? STOPPING_BODY : STARTING_BODY)
+  })
+  server.on("newListener", (event: string | symbol) => {
+    if (event === "request") served = true
   })
   return server
 }
