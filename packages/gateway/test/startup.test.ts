@@ -80,7 +80,10 @@ describe("Startup.answerUntilServed after shutdown", () => {
         Effect.callback<void>((resume) => {
           server.listen(0, "127.0.0.1", () => resume(Effect.void))
         }),
-        () => Effect.callback<void>((resume) => server.close(() => resume(Effect.void)))
+        () =>
+          Effect.callback<void>((resume) => {
+            server.close(() => resume(Effect.void))
+          })
       )
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       assert.deepInclude((yield* get(`${url}/readyz`)).body, { status: "starting" })
