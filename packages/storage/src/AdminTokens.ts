@@ -12,6 +12,10 @@
  * - `count` counts active (unrevoked) tokens: the gateway creates and prints
  *   a first admin token when it is 0, which is also how an operator who
  *   revoked them all regains access (with access to the server's console).
+ * - `createInitial` makes that first token only if there is no active one,
+ *   under a transaction-scoped advisory lock ({@link INITIAL_LOCK_KEY}): of
+ *   several replicas starting at once on an empty database, exactly one
+ *   creates (and prints) a token.
  *
  * @since 0.1.0
  */
@@ -33,6 +37,9 @@ export interface CreatedAdminToken {
 
 const LAST_USED_RESOLUTION_MS = 60_000
 
+/** The advisory lock `createInitial` takes ("jadmin" in ASCII). */
+export const INITIAL_LOCK_KEY = 0x6a61646d696e
+
 export class AdminTokens extends Context.Service<AdminTokens, {
   readonly create: (input: { readonly name: string }) => Effect.Effect<CreatedAdminToken, InvalidInput | StorageError>
   readonly list: Effect.Effect<ReadonlyArray<AdminToken>, StorageError>
@@ -40,6 +47,8 @@ export class AdminTokens extends Context.Service<AdminTokens, {
   readonly verify: (token: string | Redacted.Redacted<string>) => Effect.Effect<Option.Option<AdminToken>, StorageError>
   /** Active (unrevoked) admin tokens. */
   readonly count: Effect.Effect<number, StorageError>
+  /** A token named `name` when there is no active one (none otherwise), atomically across instances. */
+  readonly createInitial: (name: string) => Effect.Effect<Option.Option<CreatedAdminToken>, InvalidInput | StorageError>
 }>()("@janus/storage/AdminTokens") {
   static readonly layer: Layer.Layer<AdminTokens, never, SqlClient.SqlClient | ChangeFeed> = Layer.effect(
     AdminTokens,
@@ -48,19 +57,35 @@ export class AdminTokens extends Context.Service<AdminTokens, {
       const feed = yield* ChangeFeed
       const decode = decodeInput("admin_token", Schema.Struct({ name: DisplayName }))
 
-      const create = Effect.fnUntraced(function*(raw: { readonly name: string }) {
-        const input = yield* decode(raw)
-        const issued = SecretBox.issueToken(SecretBox.ADMIN_TOKEN_PREFIX)
-        const id = randomUUID()
-        const rows = yield* sql.withTransaction(Effect.gen(function*() {
+      const countActive = sql<{ n: number | bigint }>`SELECT count(*) AS n FROM admin_tokens WHERE revoked_at IS NULL`
+        .pipe(Effect.map((rows) => toNumber(rows[0]?.n ?? 0)))
+
+      /** Inserts a token; run inside a transaction. */
+      const insert = (name: string) =>
+        Effect.gen(function*() {
+          const issued = SecretBox.issueToken(SecretBox.ADMIN_TOKEN_PREFIX)
+          const id = randomUUID()
           const rows = yield* sql<AdminRow>`
             INSERT INTO admin_tokens (id, name, token_hash, prefix)
-            VALUES (${id}, ${input.name}, ${issued.hash}, ${issued.display})
+            VALUES (${id}, ${name}, ${issued.hash}, ${issued.display})
             RETURNING ${sql.literal(columns)}`
           yield* feed.publish({ kind: "admin_token", ids: [id] })
-          return rows
-        })).pipe(storageError("adminTokens.create"))
-        return { token: fromRow(rows[0]!), plaintext: issued.plaintext }
+          return { token: fromRow(rows[0]!), plaintext: issued.plaintext }
+        })
+
+      const create = Effect.fnUntraced(function*(raw: { readonly name: string }) {
+        const input = yield* decode(raw)
+        return yield* sql.withTransaction(insert(input.name)).pipe(storageError("adminTokens.create"))
+      })
+
+      const createInitial = Effect.fnUntraced(function*(name: string) {
+        const input = yield* decode({ name })
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // held until commit: a concurrent caller counts after this insert is visible
+          yield* sql`SELECT pg_advisory_xact_lock(${INITIAL_LOCK_KEY})`
+          if ((yield* countActive) > 0) return Option.none<CreatedAdminToken>()
+          return Option.some(yield* insert(input.name))
+        })).pipe(storageError("adminTokens.createInitial"))
       })
 
       const verify = Effect.fnUntraced(function*(token: string | Redacted.Redacted<string>) {
@@ -98,10 +123,8 @@ export class AdminTokens extends Context.Service<AdminTokens, {
             return fromRow(rows[0])
           })).pipe(storageError("adminTokens.revoke")),
         verify,
-        count: sql<{ n: number | bigint }>`SELECT count(*) AS n FROM admin_tokens WHERE revoked_at IS NULL`.pipe(
-          Effect.map((rows) => toNumber(rows[0]?.n ?? 0)),
-          storageError("adminTokens.count")
-        )
+        count: countActive.pipe(storageError("adminTokens.count")),
+        createInitial
       })
     })
   )

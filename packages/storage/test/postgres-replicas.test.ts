@@ -6,6 +6,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Fiber, Layer, Option, Random, Redacted, Stream } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import {
+  AdminTokens,
   ChangeFeed,
   ClientTokens,
   ConfigCache,
@@ -30,6 +31,17 @@ const replica = Effect.map(
 
 describe.skipIf(!postgres)("postgres replicas", () => {
   layer(layerTestDatabase, { excludeTestServices: true, timeout: "60 seconds" })((it) => {
+    it.effect("replicas starting at once on an empty database create exactly one initial admin token", () =>
+      Effect.gen(function*() {
+        const instances = yield* Effect.all([replica, replica, replica])
+        const created = yield* Effect.all(
+          instances.map((on) => on(AdminTokens.use((a) => a.createInitial("initial admin")))),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(created.filter(Option.isSome).length, 1)
+        assert.strictEqual(yield* instances[0]!(AdminTokens.use((a) => a.count)), 1)
+      }))
+
     it.effect("a write through one instance purges another instance's caches within 1 s (NOTIFY)", () =>
       Effect.gen(function*() {
         const a = yield* replica

@@ -557,6 +557,21 @@ for (const backend of backends) {
           yield* expectFailure(admins.revoke(crypto.randomUUID()), "NotFound")
         }))
 
+      it.effect("admin tokens: createInitial makes a token only while none is active", () =>
+        Effect.gen(function*() {
+          const admins = yield* AdminTokens
+          // revoke what earlier tests left active, so this starts from "no active admin token"
+          for (const token of yield* admins.list) if (token.revokedAt === null) yield* admins.revoke(token.id)
+          const created = yield* admins.createInitial("initial admin")
+          assert.isTrue(Option.isSome(created))
+          const { plaintext, token } = Option.getOrThrow(created)
+          assert.strictEqual(token.name, "initial admin")
+          assert.strictEqual(Option.getOrThrow(yield* admins.verify(plaintext)).id, token.id)
+          assert.isTrue(Option.isNone(yield* admins.createInitial("initial admin")))
+          assert.strictEqual(yield* admins.count, 1)
+          yield* expectFailure(admins.createInitial(""), "InvalidInput")
+        }))
+
       // --- secrets -------------------------------------------------------------
       it.effect("secrets: round trip, write-only listing, replace, delete", () =>
         Effect.gen(function*() {

@@ -8,7 +8,7 @@
  * @since 0.1.0
  */
 import { AdminTokens, type InvalidInput } from "@janus/storage"
-import { type Config, Console, Effect, Layer, Redacted } from "effect"
+import { type Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Command } from "effect/cli"
 import { HttpServer } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
@@ -28,8 +28,10 @@ const announce = Effect.gen(function*() {
   if (config.JANUS_DEMO) yield* Layer.build(Demo.layer)
   yield* Console.log(`  MCP endpoint: ${url}/mcp`)
   yield* Console.log(`  Studio (admin UI): ${url}/`)
-  if ((yield* admins.count) === 0) {
-    const created = yield* admins.create({ name: "initial admin" })
+  // atomic across replicas starting at once on an empty database: only one creates and prints a token
+  const initial = yield* admins.createInitial("initial admin")
+  if (Option.isSome(initial)) {
+    const created = initial.value
     yield* Console.log("")
     yield* Console.log("  Admin token (shown once; store it now, it cannot be shown again):")
     yield* Console.log(`    ${Redacted.value(created.plaintext)}`)
