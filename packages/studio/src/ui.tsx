@@ -146,6 +146,28 @@ export const Page = (props: { title: string; children: ComponentChildren; action
   )
 }
 
+/**
+ * A form on a card: its fields in a grid, then its action's error, then its
+ * buttons. `label` names the form and, unless `heading` is false, heads it.
+ */
+export const CardForm = (
+  props: {
+    label: string
+    heading?: boolean | undefined
+    onSubmit: (e: Event) => void
+    error?: unknown
+    buttons: ComponentChildren
+    children: ComponentChildren
+  }
+) => (
+  <form class="card" onSubmit={props.onSubmit} aria-label={props.label}>
+    {props.heading !== false && <h2>{props.label}</h2>}
+    <div class="grid">{props.children}</div>
+    <ErrorBox error={props.error} />
+    <div class="buttons">{props.buttons}</div>
+  </form>
+)
+
 /** Runs an async action, tracking busy state and the error to show. */
 export const useAction = () => {
   const [busy, setBusy] = useState(false)

@@ -5,7 +5,8 @@
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.ts"
 import { onCall } from "../store.ts"
-import { CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
+import { DataTable } from "../tables.tsx"
+import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
 
 const OUTCOMES = ["", "ok", "error", "denied", "rate_limited", "shed", "breaker_open", "timeout"]
 const TAIL_MAX = 200
@@ -69,54 +70,50 @@ export const Audit = () => {
   const shown = firstPage ? [...tail, ...rows] : rows
   return (
     <Page title="Audit">
-      <form class="card" onSubmit={apply} aria-label="Audit filters">
-        <div class="grid">
-          <TextField label="Tool" value={filters.tool} onInput={set("tool")} />
-          <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
-          <TextField label="Identity" value={filters.identity} onInput={set("identity")} />
-          <TextField label="Connection" value={filters.connection} onInput={set("connection")} />
-          <TextField label="From" type="datetime-local" value={filters.from} onInput={set("from")} />
-          <TextField label="To" type="datetime-local" value={filters.to} onInput={set("to")} />
-        </div>
-        <div class="buttons">
-          <button type="submit">Apply filters</button>
-          <CheckField label="Live tail" checked={live} onChange={setLive} />
-        </div>
-      </form>
+      <CardForm
+        label="Audit filters"
+        heading={false}
+        onSubmit={apply}
+        buttons={
+          <>
+            <button type="submit">Apply filters</button>
+            <CheckField label="Live tail" checked={live} onChange={setLive} />
+          </>
+        }
+      >
+        <TextField label="Tool" value={filters.tool} onInput={set("tool")} />
+        <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
+        <TextField label="Identity" value={filters.identity} onInput={set("identity")} />
+        <TextField label="Connection" value={filters.connection} onInput={set("connection")} />
+        <TextField label="From" type="datetime-local" value={filters.from} onInput={set("from")} />
+        <TextField label="To" type="datetime-local" value={filters.to} onInput={set("to")} />
+      </CardForm>
       <ErrorBox error={action.error} />
       <p class="hint" aria-live="polite">
         {firstPage && live ? `Live: ${tail.length} new call(s) since this page loaded.` : ""}
       </p>
-      <table data-testid="audit">
-        <thead>
-          <tr>
-            <th scope="col">Time</th>
-            <th scope="col">Tool</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Identity</th>
-            <th scope="col">Connection</th>
-            <th scope="col">Status</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Bytes in/out</th>
-          </tr>
-        </thead>
-        <tbody>
-          {shown.map((r, i) => (
-            <tr key={`${r.id ?? "live"}-${i}`} class={r.id === undefined ? "live-row" : undefined}>
-              <td>{time(r.at)}</td>
-              <td>{r.tool}</td>
-              <td>
-                <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
-              </td>
-              <td>{r.identity}</td>
-              <td>{r.connection ?? "—"}</td>
-              <td>{r.status ?? "—"}</td>
-              <td>{r.durationMs} ms</td>
-              <td>{r.bytesIn}/{r.bytesOut}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        testId="audit"
+        columns={["Time", "Tool", "Outcome", "Identity", "Connection", "Status", "Duration", "Bytes in/out"]}
+        rows={shown}
+        rowKey={(r, i) => `${r.id ?? "live"}-${i}`}
+        rowClass={(r) => r.id === undefined ? "live-row" : undefined}
+      >
+        {(r) => (
+          <>
+            <td>{time(r.at)}</td>
+            <td>{r.tool}</td>
+            <td>
+              <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
+            </td>
+            <td>{r.identity}</td>
+            <td>{r.connection ?? "—"}</td>
+            <td>{r.status ?? "—"}</td>
+            <td>{r.durationMs} ms</td>
+            <td>{r.bytesIn}/{r.bytesOut}</td>
+          </>
+        )}
+      </DataTable>
       <nav class="buttons" aria-label="Audit pages">
         <button type="button" class="secondary" disabled={firstPage} onClick={() => setCursors(cursors.slice(0, -1))}>
           Newer

@@ -3,7 +3,8 @@ import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { parseBreakers } from "../breakers.ts"
 import { refresh, useResource } from "../store.ts"
-import { ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
+import { confirmedDelete, DataTable, RowButton } from "../tables.tsx"
+import { CardForm, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 interface Draft {
   kind: string
@@ -86,57 +87,59 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
     }
   }
   return (
-    <form class="card" onSubmit={submit} aria-label={props.editing ? `Edit ${props.editing.name}` : "New connection"}>
-      <h2>{props.editing ? `Edit ${props.editing.name}` : "New connection"}</h2>
-      <div class="grid">
-        <SelectField
-          label="Kind"
-          value={d.kind}
-          options={[["rest", "REST API"], ["mcp", "Upstream MCP server"]]}
-          onChange={set("kind")}
-        />
-        <TextField label="Name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
-        <TextField
-          label={d.kind === "rest" ? "Base URL" : "MCP server URL"}
-          value={d.url}
-          onInput={set("url")}
-          required
-          type="url"
-          error={fieldError(d.kind === "rest" ? "baseUrl" : "url")}
-        />
-        <TextField label="Description" value={d.description} onInput={set("description")} />
-        <SelectField
-          label="Auth scheme"
-          value={d.scheme}
-          options={["none", "bearer", "header", "basic"]}
-          onChange={set("scheme")}
-        />
-        {d.scheme !== "none" && (
-          <TextField label="Secret name" value={d.secret} onInput={set("secret")} error={fieldError("auth")} />
-        )}
-        {d.scheme === "header" && <TextField label="Header name" value={d.header} onInput={set("header")} />}
-        {d.scheme === "basic" && <TextField label="Username" value={d.username} onInput={set("username")} />}
-        <TextField
-          label="Timeout (ms)"
-          value={d.timeoutMs}
-          onInput={set("timeoutMs")}
-          type="number"
-          error={fieldError("timeoutMs")}
-        />
-        <TextField
-          label="Egress allow-list"
-          value={d.egress}
-          onInput={set("egress")}
-          hint="Hosts, .suffixes or CIDRs, comma separated; empty uses the global policy"
-          error={fieldError("egressAllowList")}
-        />
-      </div>
-      <ErrorBox error={action.error} />
-      <div class="buttons">
-        <button type="submit" disabled={action.busy}>{props.editing ? "Save" : "Create connection"}</button>
-        <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
-      </div>
-    </form>
+    <CardForm
+      label={props.editing ? `Edit ${props.editing.name}` : "New connection"}
+      onSubmit={submit}
+      error={action.error}
+      buttons={
+        <>
+          <button type="submit" disabled={action.busy}>{props.editing ? "Save" : "Create connection"}</button>
+          <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
+        </>
+      }
+    >
+      <SelectField
+        label="Kind"
+        value={d.kind}
+        options={[["rest", "REST API"], ["mcp", "Upstream MCP server"]]}
+        onChange={set("kind")}
+      />
+      <TextField label="Name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
+      <TextField
+        label={d.kind === "rest" ? "Base URL" : "MCP server URL"}
+        value={d.url}
+        onInput={set("url")}
+        required
+        type="url"
+        error={fieldError(d.kind === "rest" ? "baseUrl" : "url")}
+      />
+      <TextField label="Description" value={d.description} onInput={set("description")} />
+      <SelectField
+        label="Auth scheme"
+        value={d.scheme}
+        options={["none", "bearer", "header", "basic"]}
+        onChange={set("scheme")}
+      />
+      {d.scheme !== "none" && (
+        <TextField label="Secret name" value={d.secret} onInput={set("secret")} error={fieldError("auth")} />
+      )}
+      {d.scheme === "header" && <TextField label="Header name" value={d.header} onInput={set("header")} />}
+      {d.scheme === "basic" && <TextField label="Username" value={d.username} onInput={set("username")} />}
+      <TextField
+        label="Timeout (ms)"
+        value={d.timeoutMs}
+        onInput={set("timeoutMs")}
+        type="number"
+        error={fieldError("timeoutMs")}
+      />
+      <TextField
+        label="Egress allow-list"
+        value={d.egress}
+        onInput={set("egress")}
+        hint="Hosts, .suffixes or CIDRs, comma separated; empty uses the global policy"
+        error={fieldError("egressAllowList")}
+      />
+    </CardForm>
   )
 }
 
@@ -151,11 +154,7 @@ export const Connections = () => {
   const [tests, setTests] = useState<Record<string, { ok: boolean; detail: string } | "running">>({})
   const action = useAction()
   const stateOf = (name: string) => breakers.data?.find((b: any) => b.connection === name)?.state ?? "closed"
-  const remove = async (c: any) => {
-    if (!confirm(`Delete connection ${c.name} and its endpoints?`)) return
-    await action.run(() => request("DELETE", `connections/${c.id}`, { headers: { "if-match": `"${c.version}"` } }))
-    refresh("connections")
-  }
+  const remove = (c: any) => confirmedDelete(action, `Delete connection ${c.name} and its endpoints?`, "connections", c)
   const upstreamOf = (c: any) => upstreams.data?.items.find((u) => u.connectionId === c.id)
   const test = async (c: any) => {
     setTests((t) => ({ ...t, [c.id]: "running" }))
@@ -179,62 +178,47 @@ export const Connections = () => {
         />
       )}
       <ErrorBox error={connections.error ?? action.error} />
-      {connections.data?.length === 0 && <p>No connections yet.</p>}
-      {connections.data !== undefined && connections.data.length > 0 && (
-        <table data-testid="connections">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Kind</th>
-              <th scope="col">URL</th>
-              <th scope="col">Auth</th>
-              <th scope="col">Health</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {connections.data.map((c) => (
-              <tr key={c.id}>
-                <td>{c.name}</td>
-                <td>{c.kind === "mcp" ? `mcp (${c.transport})` : "rest"}</td>
-                <td>
-                  <code>{c.kind === "rest" ? c.baseUrl : c.url}</code>
-                </td>
-                <td>{c.auth.scheme}</td>
-                <td>
-                  <span class={`badge ${stateOf(c.name)}`}>breaker {stateOf(c.name)}</span>
-                  {c.kind === "mcp" && (
-                    <div>
-                      <span class={`badge ${upstreamOf(c)?.state === "healthy" ? "closed" : "open"}`}>
-                        upstream {upstreamOf(c)?.state ?? "unknown"}
-                      </span>
-                      {upstreamOf(c)?.toolCount !== undefined && ` ${upstreamOf(c).toolCount} tool(s)`}
-                    </div>
-                  )}
-                  {tests[c.id] !== undefined && (
-                    <div role="status" data-testid={`test-${c.name}`}>
-                      {tests[c.id] === "running"
-                        ? "Testing…"
-                        : `${(tests[c.id] as any).ok ? "OK" : "Failed"}: ${(tests[c.id] as any).detail}`}
-                    </div>
-                  )}
-                </td>
-                <td class="buttons">
-                  <button type="button" class="secondary" onClick={() => test(c)} aria-label={`Test ${c.name}`}>
-                    Test
-                  </button>
-                  <button type="button" class="secondary" onClick={() => setEditing(c)} aria-label={`Edit ${c.name}`}>
-                    Edit
-                  </button>
-                  <button type="button" class="danger" onClick={() => remove(c)} aria-label={`Delete ${c.name}`}>
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable
+        testId="connections"
+        columns={["Name", "Kind", "URL", "Auth", "Health", "Actions"]}
+        rows={connections.data}
+        empty="No connections yet."
+        rowKey={(c) => c.id}
+      >
+        {(c) => (
+          <>
+            <td>{c.name}</td>
+            <td>{c.kind === "mcp" ? `mcp (${c.transport})` : "rest"}</td>
+            <td>
+              <code>{c.kind === "rest" ? c.baseUrl : c.url}</code>
+            </td>
+            <td>{c.auth.scheme}</td>
+            <td>
+              <span class={`badge ${stateOf(c.name)}`}>breaker {stateOf(c.name)}</span>
+              {c.kind === "mcp" && (
+                <div>
+                  <span class={`badge ${upstreamOf(c)?.state === "healthy" ? "closed" : "open"}`}>
+                    upstream {upstreamOf(c)?.state ?? "unknown"}
+                  </span>
+                  {upstreamOf(c)?.toolCount !== undefined && ` ${upstreamOf(c).toolCount} tool(s)`}
+                </div>
+              )}
+              {tests[c.id] !== undefined && (
+                <div role="status" data-testid={`test-${c.name}`}>
+                  {tests[c.id] === "running"
+                    ? "Testing…"
+                    : `${(tests[c.id] as any).ok ? "OK" : "Failed"}: ${(tests[c.id] as any).detail}`}
+                </div>
+              )}
+            </td>
+            <td class="buttons">
+              <RowButton verb="Test" name={c.name} class="secondary" onClick={() => test(c)} />
+              <RowButton verb="Edit" name={c.name} class="secondary" onClick={() => setEditing(c)} />
+              <RowButton verb="Delete" name={c.name} class="danger" onClick={() => remove(c)} />
+            </td>
+          </>
+        )}
+      </DataTable>
     </Page>
   )
 }

@@ -5,6 +5,7 @@ import { parseBreakers } from "../breakers.ts"
 import { Chart } from "../Chart.tsx"
 import * as Stats from "../stats.ts"
 import { onCall, refresh, useResource } from "../store.ts"
+import { DataTable } from "../tables.tsx"
 import { Page } from "../ui.tsx"
 
 const probe = async (path: string) => {
@@ -143,49 +144,39 @@ export const Overview = () => {
       <div class="columns">
         <div>
           <h2>Top tools</h2>
-          {summary.topTools.length === 0 ? <p>No calls in the last five minutes.</p> : (
-            <table data-testid="top-tools">
-              <thead>
-                <tr>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Calls</th>
-                </tr>
-              </thead>
-              <tbody>
-                {summary.topTools.map(([tool, n]) => (
-                  <tr key={tool}>
-                    <td>{tool}</td>
-                    <td>{n}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          <DataTable
+            testId="top-tools"
+            columns={["Tool", "Calls"]}
+            rows={summary.topTools}
+            empty="No calls in the last five minutes."
+            rowKey={([tool]) => tool}
+          >
+            {([tool, n]) => (
+              <>
+                <td>{tool}</td>
+                <td>{n}</td>
+              </>
+            )}
+          </DataTable>
         </div>
         <div>
           <h2>Circuit breakers</h2>
-          {breakers.data === undefined || breakers.data.length === 0 ? <p>No connections.</p> : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Connection</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Breaker</th>
-                </tr>
-              </thead>
-              <tbody>
-                {breakers.data.map((b) => (
-                  <tr key={b.name}>
-                    <td>{b.name}</td>
-                    <td>{b.kind}</td>
-                    <td>
-                      <span class={`badge ${b.state}`}>{b.state}</span>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          <DataTable
+            columns={["Connection", "Kind", "Breaker"]}
+            rows={breakers.data ?? []}
+            empty="No connections."
+            rowKey={(b) => b.name}
+          >
+            {(b) => (
+              <>
+                <td>{b.name}</td>
+                <td>{b.kind}</td>
+                <td>
+                  <span class={`badge ${b.state}`}>{b.state}</span>
+                </td>
+              </>
+            )}
+          </DataTable>
         </div>
       </div>
     </Page>

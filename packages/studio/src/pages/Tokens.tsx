@@ -2,7 +2,8 @@
 import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { refresh, useResource } from "../store.ts"
-import { ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
+import { confirmedWrite, DataTable, RowButton } from "../tables.tsx"
+import { CardForm, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
 
 const list = (s: string) => {
   const items = s.split(",").map((x) => x.trim()).filter((x) => x !== "")
@@ -19,6 +20,16 @@ const ShownOnce = (props: { token: string; onClose: () => void }) => (
       <button type="button" class="secondary" onClick={props.onClose}>Done</button>
     </div>
   </div>
+)
+
+/** A token's name and the prefix it is recognised by (the rest is never shown again). */
+const TokenNameCells = (props: { token: any }) => (
+  <>
+    <td>{props.token.name}</td>
+    <td>
+      <code>{props.token.prefix}…</code>
+    </td>
+  </>
 )
 
 export const Tokens = () => {
@@ -58,124 +69,84 @@ export const Tokens = () => {
       refresh("admin-tokens")
     }
   }
-  const revoke = async (kind: string, t: any) => {
-    if (!confirm(`Revoke ${t.name}? Calls with it are refused at once.`)) return
-    await action.run(() => request("POST", `${kind}/${t.id}/revoke`))
-    refresh(kind)
-  }
+  const revoke = (kind: string, t: any) =>
+    confirmedWrite(
+      action,
+      `Revoke ${t.name}? Calls with it are refused at once.`,
+      kind,
+      () => request("POST", `${kind}/${t.id}/revoke`)
+    )
+  const revokeButton = (kind: string, t: any) =>
+    t.revokedAt === null && <RowButton verb="Revoke" name={t.name} class="danger" onClick={() => revoke(kind, t)} />
   return (
     <Page title="Tokens">
       {shown !== undefined && <ShownOnce token={shown} onClose={() => setShown(undefined)} />}
       <ErrorBox error={action.error ?? clients.error} />
-      <form class="card" onSubmit={create} aria-label="New client token">
-        <h2>New client token</h2>
-        <div class="grid">
-          <TextField label="Name" value={name} onInput={setName} required />
-          <TextField label="Allowed tools" value={tools} onInput={setTools} hint="Comma separated; empty: all tools" />
-          <TextField
-            label="Allowed virtual servers"
-            value={servers}
-            onInput={setServers}
-            hint="Comma separated; empty: all"
-          />
-          <TextField label="Expires at" value={expires} onInput={setExpires} type="datetime-local" />
-        </div>
-        <div class="buttons">
-          <button type="submit" disabled={action.busy}>Create client token</button>
-        </div>
-      </form>
+      <CardForm
+        label="New client token"
+        onSubmit={create}
+        buttons={<button type="submit" disabled={action.busy}>Create client token</button>}
+      >
+        <TextField label="Name" value={name} onInput={setName} required />
+        <TextField label="Allowed tools" value={tools} onInput={setTools} hint="Comma separated; empty: all tools" />
+        <TextField
+          label="Allowed virtual servers"
+          value={servers}
+          onInput={setServers}
+          hint="Comma separated; empty: all"
+        />
+        <TextField label="Expires at" value={expires} onInput={setExpires} type="datetime-local" />
+      </CardForm>
       <h2>Client tokens</h2>
-      {clients.data?.length === 0 && <p>No client tokens.</p>}
-      {clients.data !== undefined && clients.data.length > 0 && (
-        <table data-testid="client-tokens">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">State</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {clients.data.map((t) => (
-              <tr key={t.id}>
-                <td>{t.name}</td>
-                <td>
-                  <code>{t.prefix}…</code>
-                </td>
-                <td>
-                  {t.allowedTools === null ? "all tools" : `tools: ${t.allowedTools.join(", ")}`}
-                  {t.allowedVirtualServers !== null && `; servers: ${t.allowedVirtualServers.join(", ")}`}
-                </td>
-                <td>{time(t.expiresAt)}</td>
-                <td>{time(t.lastUsedAt)}</td>
-                <td>
-                  <span class={`badge ${t.active ? "closed" : "open"}`}>
-                    {t.revokedAt !== null ? "revoked" : t.active ? "active" : "expired"}
-                  </span>
-                </td>
-                <td>
-                  {t.revokedAt === null && (
-                    <button
-                      type="button"
-                      class="danger"
-                      onClick={() => revoke("client-tokens", t)}
-                      aria-label={`Revoke ${t.name}`}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable
+        testId="client-tokens"
+        columns={["Name", "Prefix", "Scopes", "Expires", "Last used", "State", "Actions"]}
+        rows={clients.data}
+        empty="No client tokens."
+        rowKey={(t) => t.id}
+      >
+        {(t) => (
+          <>
+            <TokenNameCells token={t} />
+            <td>
+              {t.allowedTools === null ? "all tools" : `tools: ${t.allowedTools.join(", ")}`}
+              {t.allowedVirtualServers !== null && `; servers: ${t.allowedVirtualServers.join(", ")}`}
+            </td>
+            <td>{time(t.expiresAt)}</td>
+            <td>{time(t.lastUsedAt)}</td>
+            <td>
+              <span class={`badge ${t.active ? "closed" : "open"}`}>
+                {t.revokedAt !== null ? "revoked" : t.active ? "active" : "expired"}
+              </span>
+            </td>
+            <td>
+              {revokeButton("client-tokens", t)}
+            </td>
+          </>
+        )}
+      </DataTable>
       <h2>Admin tokens</h2>
       <form class="inline" onSubmit={createAdmin} aria-label="New admin token">
         <TextField label="Admin token name" value={adminName} onInput={setAdminName} required />
         <button type="submit" disabled={action.busy}>Create admin token</button>
       </form>
-      {admins.data !== undefined && (
-        <table data-testid="admin-tokens">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Last used</th>
-              <th scope="col">State</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {admins.data.map((t) => (
-              <tr key={t.id}>
-                <td>{t.name}</td>
-                <td>
-                  <code>{t.prefix}…</code>
-                </td>
-                <td>{time(t.lastUsedAt)}</td>
-                <td>{t.revokedAt === null ? "active" : "revoked"}</td>
-                <td>
-                  {t.revokedAt === null && (
-                    <button
-                      type="button"
-                      class="danger"
-                      onClick={() => revoke("admin-tokens", t)}
-                      aria-label={`Revoke ${t.name}`}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable
+        testId="admin-tokens"
+        columns={["Name", "Prefix", "Last used", "State", "Actions"]}
+        rows={admins.data}
+        rowKey={(t) => t.id}
+      >
+        {(t) => (
+          <>
+            <TokenNameCells token={t} />
+            <td>{time(t.lastUsedAt)}</td>
+            <td>{t.revokedAt === null ? "active" : "revoked"}</td>
+            <td>
+              {revokeButton("admin-tokens", t)}
+            </td>
+          </>
+        )}
+      </DataTable>
     </Page>
   )
 }

@@ -8,7 +8,8 @@ import { useState } from "preact/hooks"
 import { callTool, listAll, listTools, request } from "../api.ts"
 import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
 import { refresh, useResource } from "../store.ts"
-import { CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
+import { confirmedDelete, DataTable, RowButton } from "../tables.tsx"
+import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 const CLIENT_TOKEN_KEY = "janus.studio.clientToken"
 
@@ -42,45 +43,47 @@ const EndpointForm = (props: { connections: Array<any>; onDone: () => void }) =>
     }
   }
   return (
-    <form class="card" onSubmit={submit} aria-label="New endpoint">
-      <h2>New endpoint</h2>
-      <div class="grid">
-        <SelectField
-          label="Connection"
-          value={connectionId}
-          options={rest.map((c) => [c.id, c.name] as const)}
-          onChange={setConnectionId}
-        />
-        <TextField label="Tool name" value={name} onInput={setName} required />
-        <SelectField
-          label="Method"
-          value={method}
-          options={["GET", "POST", "PUT", "PATCH", "DELETE"]}
-          onChange={setMethod}
-        />
-        <TextField label="Path template" value={pathTemplate} onInput={setPath} required hint="e.g. /pets/{id}" />
-        <TextField label="Description" value={description} onInput={setDescription} />
-        <TextField
-          label="Input schema (JSON Schema)"
-          value={schema}
-          onInput={setSchema}
-          multiline
-        />
-        <TextField
-          label="Argument locations (JSON)"
-          value={args}
-          onInput={setArgs}
-          multiline
-          rows={3}
-          hint={"e.g. {\"id\": \"path\", \"q\": \"query\"}; others go to the query (GET) or the body"}
-        />
-      </div>
-      <ErrorBox error={action.error} />
-      <div class="buttons">
-        <button type="submit" disabled={action.busy || connectionId === ""}>Create endpoint</button>
-        <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
-      </div>
-    </form>
+    <CardForm
+      label="New endpoint"
+      onSubmit={submit}
+      error={action.error}
+      buttons={
+        <>
+          <button type="submit" disabled={action.busy || connectionId === ""}>Create endpoint</button>
+          <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
+        </>
+      }
+    >
+      <SelectField
+        label="Connection"
+        value={connectionId}
+        options={rest.map((c) => [c.id, c.name] as const)}
+        onChange={setConnectionId}
+      />
+      <TextField label="Tool name" value={name} onInput={setName} required />
+      <SelectField
+        label="Method"
+        value={method}
+        options={["GET", "POST", "PUT", "PATCH", "DELETE"]}
+        onChange={setMethod}
+      />
+      <TextField label="Path template" value={pathTemplate} onInput={setPath} required hint="e.g. /pets/{id}" />
+      <TextField label="Description" value={description} onInput={setDescription} />
+      <TextField
+        label="Input schema (JSON Schema)"
+        value={schema}
+        onInput={setSchema}
+        multiline
+      />
+      <TextField
+        label="Argument locations (JSON)"
+        value={args}
+        onInput={setArgs}
+        multiline
+        rows={3}
+        hint={"e.g. {\"id\": \"path\", \"q\": \"query\"}; others go to the query (GET) or the body"}
+      />
+    </CardForm>
   )
 }
 
@@ -185,11 +188,7 @@ export const Tools = () => {
     setTokenState(tokenDraft.trim())
     setTrying(undefined)
   }
-  const remove = async (ep: any) => {
-    if (!confirm(`Delete endpoint ${ep.name}?`)) return
-    await action.run(() => request("DELETE", `endpoints/${ep.id}`, { headers: { "if-match": `"${ep.version}"` } }))
-    refresh("endpoints")
-  }
+  const remove = (ep: any) => confirmedDelete(action, `Delete endpoint ${ep.name}?`, "endpoints", ep)
   return (
     <Page title="Tools" actions={<button type="button" onClick={() => setCreating(true)}>New endpoint</button>}>
       {creating && connections.data !== undefined && (
@@ -200,35 +199,26 @@ export const Tools = () => {
       )}
       <ErrorBox error={endpoints.error ?? action.error} />
       <h2>REST endpoints</h2>
-      {endpoints.data?.length === 0 && <p>No endpoints yet.</p>}
-      {endpoints.data !== undefined && endpoints.data.length > 0 && (
-        <table data-testid="endpoints">
-          <thead>
-            <tr>
-              <th scope="col">Tool</th>
-              <th scope="col">Connection</th>
-              <th scope="col">Request</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {endpoints.data.map((ep) => (
-              <tr key={ep.id}>
-                <td>{ep.name}</td>
-                <td>{names.get(ep.connectionId) ?? ep.connectionId}</td>
-                <td>
-                  <code>{ep.method} {ep.pathTemplate}</code>
-                </td>
-                <td class="buttons">
-                  <button type="button" class="danger" onClick={() => remove(ep)} aria-label={`Delete ${ep.name}`}>
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable
+        testId="endpoints"
+        columns={["Tool", "Connection", "Request", "Actions"]}
+        rows={endpoints.data}
+        empty="No endpoints yet."
+        rowKey={(ep) => ep.id}
+      >
+        {(ep) => (
+          <>
+            <td>{ep.name}</td>
+            <td>{names.get(ep.connectionId) ?? ep.connectionId}</td>
+            <td>
+              <code>{ep.method} {ep.pathTemplate}</code>
+            </td>
+            <td class="buttons">
+              <RowButton verb="Delete" name={ep.name} class="danger" onClick={() => remove(ep)} />
+            </td>
+          </>
+        )}
+      </DataTable>
       <h2>Tools as a client sees them</h2>
       <form class="inline" onSubmit={useToken} aria-label="Client token for trying tools">
         <TextField
@@ -241,28 +231,17 @@ export const Tools = () => {
         <button type="submit">Use token</button>
       </form>
       <ErrorBox error={tools.error} />
-      {tools.data !== undefined && (
-        <table data-testid="tools">
-          <thead>
-            <tr>
-              <th scope="col">Tool</th>
-              <th scope="col">Description</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tools.data.map((t) => (
-              <tr key={t.name}>
-                <td>{t.name}</td>
-                <td>{t.description ?? ""}</td>
-                <td>
-                  <button type="button" onClick={() => setTrying(t)} aria-label={`Try ${t.name}`}>Try</button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable testId="tools" columns={["Tool", "Description", "Actions"]} rows={tools.data} rowKey={(t) => t.name}>
+        {(t) => (
+          <>
+            <td>{t.name}</td>
+            <td>{t.description ?? ""}</td>
+            <td>
+              <RowButton verb="Try" name={t.name} onClick={() => setTrying(t)} />
+            </td>
+          </>
+        )}
+      </DataTable>
       {trying !== undefined && <TryTool key={trying.name} tool={trying} token={token} />}
     </Page>
   )
