@@ -27,7 +27,10 @@
  *    loop at the same fixed rate, p50 and p99 compared;
  * 3. a CPU profile (`--cpu-prof`) of a second Janus process under load at
  *    concurrency 16, cut to the load's time window and summarised by top
- *    self-time functions and by hot-path step (`support/profile.ts`).
+ *    self-time functions and by hot-path step (`support/profile.ts`);
+ * 4. a per-step breakdown of one call from Janus's own spans: a third Janus
+ *    process exports OTLP to a receiver in this process, at concurrency 1
+ *    (`support/spans.ts`).
  *
  * Auth: every MCP request carries `Authorization: Bearer <client token>` (a
  * token made by the seed step); a tools/call without it tells whether this
@@ -38,7 +41,8 @@
  * environment.
  *
  * Environment: BENCH_DURATION_MS (5000), BENCH_WARMUP_MS (1000),
- * BENCH_LEVELS (1,16,64), BENCH_PROFILE_MS (5000; 0 skips the profile).
+ * BENCH_LEVELS (1,16,64), BENCH_PROFILE_MS (5000; 0 skips the profile),
+ * BENCH_SPANS_MS (3000; 0 skips the span breakdown).
  *
  * Run: node packages/gateway/bench/toolcall.ts
  */
@@ -58,11 +62,13 @@ import {
   waitForOk
 } from "./support/Processes.ts"
 import { type CpuProfile, formatShares, summarize } from "./support/profile.ts"
+import * as Spans from "./support/spans.ts"
 
 const DURATION = Number(process.env.BENCH_DURATION_MS ?? 5_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 1_000)
 const LEVELS = (process.env.BENCH_LEVELS ?? "1,16,64").split(",").map(Number)
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 5_000)
+const SPANS_MS = Number(process.env.BENCH_SPANS_MS ?? 3_000)
 const REVISIONS = ["2026-07-28", "2025-11-25"] as const
 type Revision = typeof REVISIONS[number]
 
@@ -88,10 +94,15 @@ const limits = {
   RATE_LIMIT_IDENTITY_BURST: process.env.RATE_LIMIT_IDENTITY_BURST ?? "1000000"
 }
 
-const startJanus = async (port: number, nodeArgs: ReadonlyArray<string> = []): Promise<Child> => {
+const startJanus = async (
+  port: number,
+  nodeArgs: ReadonlyArray<string> = [],
+  extraEnv: Record<string, string> = {}
+): Promise<Child> => {
   const child = spawnNode(gatewayBin, ["serve"], {
     nodeArgs,
     env: {
+      ...extraEnv,
       JANUS_HOME: home,
       JANUS_PORT: String(port),
       JANUS_HOST: "127.0.0.1",
@@ -312,6 +323,43 @@ try {
         )
       }
       notes.push(`raw profile: ${join(profileDir, file)} (open in Chrome DevTools or speedscope)`)
+    }
+  }
+
+  if (SPANS_MS > 0) {
+    log("per-step breakdown from Janus's spans (OTLP to a receiver in this process), concurrency 1")
+    const receiver = await Spans.startReceiver()
+    try {
+      janus = await startJanus(port, [], {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_SCHEDULE_DELAY: "200",
+        OTEL_METRIC_EXPORT_INTERVAL: "60000"
+      })
+      // a fresh process: the first calls compile the hot path; not measured
+      await runNode(support("loadgen.ts"), [
+        JSON.stringify({ ...targets("2026-07-28").janus, concurrency: 4, warmupMs: 0, durationMs: 1_500 })
+      ])
+      for (const revision of REVISIONS) {
+        receiver.spans.length = 0
+        const r = await runNode(support("loadgen.ts"), [
+          JSON.stringify({ ...targets(revision).janus, concurrency: 1, warmupMs: 500, durationMs: SPANS_MS })
+        ]) as unknown as LoadResult
+        // the exporter sends every 200 ms: wait for the last calls' spans
+        await new Promise((r) => setTimeout(r, 1_000))
+        const { calls, steps } = Spans.breakdown(receiver.spans)
+        results[`${revision} where a call's time goes, c=1 (self µs per call, from spans)`] = steps.map((s) =>
+          `${s.step} ${s.selfMicros}`
+        ).join("; ")
+        notes.push(
+          `spans ${revision}: ${fmt(calls)} complete traces at c=1 (${ms(r.p50)} ms p50 at the client, with ` +
+            `OTLP export on); mean per call, self / total µs: ${
+              steps.map((s) => `${s.step} ${s.selfMicros} / ${s.totalMicros}`).join("; ")
+            }`
+        )
+      }
+      await stop(janus)
+    } finally {
+      await receiver.close()
     }
   }
 
