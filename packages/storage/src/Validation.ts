@@ -25,16 +25,34 @@ import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, Undeclar
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** Decodes `input` with `schema`, failing with `InvalidInput` for the first issue. */
+/** The value at `path` in `input`, shown in an error: JSON, at most 100 characters. */
+const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
+  let current = input
+  for (const key of path) {
+    if (typeof current !== "object" || current === null || !Object.hasOwn(current, key)) return undefined
+    current = (current as Record<PropertyKey, unknown>)[key]
+  }
+  const json = JSON.stringify(current)
+  if (json === undefined) return undefined
+  return json.length > 100 ? `${json.slice(0, 97)}...` : json
+}
+
+/**
+ * Decodes `input` with `schema`, failing with `InvalidInput` for the first
+ * issue: the field, the value given there (no input decoded here holds a
+ * secret value: credentials are referenced by secret name) and what was
+ * expected.
+ */
 export const decodeInput = <A>(entity: string, schema: Schema.Decoder<A>) => {
   const decode = Schema.decodeUnknownEffect(schema, { errors: "first" })
   return (input: unknown): Effect.Effect<A, InvalidInput> =>
     Effect.mapError(decode(input), (error) => {
       const [issue] = formatIssues(error.issue).issues
-      const field = issue?.path === undefined || issue.path.length === 0
-        ? "(input)"
-        : issue.path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
-      return new InvalidInput({ entity, field, expected: issue?.message ?? error.message })
+      const path = (issue?.path ?? []).map((segment) => typeof segment === "object" ? segment.key : segment)
+      const field = path.length === 0 ? "(input)" : path.map(String).join(".")
+      // the message reads "... expected <text>": the formatter's own "Expected " would say it twice
+      const expected = (issue?.message ?? error.message).replace(/^Expected /, "")
+      return new InvalidInput({ entity, field, value: shownValue(input, path), expected })
     })
 }
 

@@ -13,7 +13,14 @@
  *
  * @since 0.1.0
  */
-import { ClientTokens, type ConnectionAuth, Connections, Endpoints, Secrets } from "@janus/storage"
+import {
+  ClientTokens,
+  type ConnectionAuth,
+  Connections,
+  Endpoints,
+  type McpConnectionAuth,
+  Secrets
+} from "@janus/storage"
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Fs from "node:fs/promises"
@@ -186,17 +193,37 @@ const checkHttpUrl = (flag: string, raw: string) => {
 
 const connectionAdd = Command.make("add", {
   name: Argument.String("name").pipe(Argument.withDescription("Connection name (letters, digits, _ . -)")),
-  baseUrl: Flag.String("base-url").pipe(Flag.withDescription("The REST API's base URL, e.g. https://api.example.com")),
-  auth: Flag.Literals("auth", ["none", "bearer", "header", "basic"]).pipe(
-    Flag.withDescription("How Janus authenticates to the API"),
+  baseUrl: Flag.String("base-url").pipe(
+    Flag.withDescription("A REST API's base URL, e.g. https://api.example.com (its endpoints become tools)"),
+    Flag.optional
+  ),
+  mcpUrl: Flag.String("mcp-url").pipe(
+    Flag.withDescription(
+      "An upstream MCP server's endpoint, e.g. https://mcp.example.com/mcp (its tools are federated)"
+    ),
+    Flag.optional
+  ),
+  transport: Flag.Literals("transport", ["streamable-http", "sse"]).pipe(
+    Flag.withDescription("With --mcp-url: the upstream's transport"),
+    Flag.optional
+  ),
+  toolPrefix: Flag.String("tool-prefix").pipe(
+    Flag.withDescription("With --mcp-url: put in front of every upstream tool name (default NAME/; \"\" for none)"),
+    Flag.optional
+  ),
+  auth: Flag.Literals("auth", ["none", "bearer", "header", "basic", "oauth"]).pipe(
+    Flag.withDescription("How Janus authenticates to the API or server (oauth: client credentials, --mcp-url only)"),
     Flag.withDefault("none")
   ),
   secret: Flag.String("secret").pipe(
-    Flag.withDescription("Name of the secret holding the credential (`janus secret set NAME`)"),
+    Flag.withDescription("Name of the secret holding the credential or client secret (`janus secret set NAME`)"),
     Flag.optional
   ),
   header: Flag.String("header").pipe(Flag.withDescription("Header name for --auth header"), Flag.optional),
   username: Flag.String("username").pipe(Flag.withDescription("User name for --auth basic"), Flag.optional),
+  tokenUrl: Flag.String("token-url").pipe(Flag.withDescription("Token endpoint for --auth oauth"), Flag.optional),
+  clientId: Flag.String("client-id").pipe(Flag.withDescription("Client id for --auth oauth"), Flag.optional),
+  scope: Flag.String("scope").pipe(Flag.withDescription("Scope to ask for with --auth oauth"), Flag.optional),
   allow: Flag.String("allow").pipe(
     Flag.withDescription("Egress allow-list: comma-separated hosts, *.suffixes or CIDRs (private addresses)"),
     Flag.optional
@@ -205,8 +232,21 @@ const connectionAdd = Command.make("add", {
   json
 }, (input) =>
   handled(Effect.gen(function*() {
-    const baseUrl = yield* checkHttpUrl("--base-url", input.baseUrl)
-    let auth: ConnectionAuth = { scheme: "none" }
+    if (Option.isSome(input.baseUrl) === Option.isSome(input.mcpUrl)) {
+      return yield* fail(
+        Option.isSome(input.baseUrl) ? "--base-url and --mcp-url cannot be used together" : "no URL given",
+        "give --base-url URL for a REST API or --mcp-url URL for an upstream MCP server"
+      )
+    }
+    const mcp = Option.isSome(input.mcpUrl)
+    const rawUrl = Option.getOrElse(Option.orElse(input.mcpUrl, () => input.baseUrl), () => "")
+    if (!mcp) {
+      for (const [flag, given] of [["--transport", input.transport], ["--tool-prefix", input.toolPrefix]] as const) {
+        if (Option.isSome(given)) return yield* fail(`${flag} applies to MCP connections only`, "use it with --mcp-url")
+      }
+    }
+    const url = yield* checkHttpUrl(mcp ? "--mcp-url" : "--base-url", rawUrl)
+    let auth: McpConnectionAuth = { scheme: "none" }
     if (input.auth !== "none") {
       if (Option.isNone(input.secret)) {
         return yield* fail(
@@ -221,9 +261,26 @@ const connectionAdd = Command.make("add", {
           return yield* fail("--auth header needs --header", "add --header NAME, e.g. --header X-Api-Key")
         }
         auth = { scheme: "header", header: input.header.value, secret }
-      } else {
+      } else if (input.auth === "basic") {
         if (Option.isNone(input.username)) return yield* fail("--auth basic needs --username", "add --username USER")
         auth = { scheme: "basic", username: input.username.value, secret }
+      } else {
+        if (!mcp) {
+          return yield* fail("--auth oauth applies to MCP connections only", "use it with --mcp-url")
+        }
+        if (Option.isNone(input.tokenUrl) || Option.isNone(input.clientId)) {
+          return yield* fail(
+            "--auth oauth needs --token-url and --client-id",
+            "add --token-url URL (the authorization server's token endpoint) and --client-id ID"
+          )
+        }
+        auth = {
+          scheme: "oauth-client-credentials",
+          tokenUrl: yield* checkHttpUrl("--token-url", input.tokenUrl.value),
+          clientId: input.clientId.value,
+          secret,
+          ...(Option.isSome(input.scope) ? { scope: input.scope.value } : {})
+        }
       }
     }
     const allow = Option.map(input.allow, splitList)
@@ -243,14 +300,20 @@ const connectionAdd = Command.make("add", {
           `choose another name, or remove it first with \`janus connection remove ${input.name}\``
         )
       }
-      const created = yield* connections.create({
-        kind: "rest",
-        name: input.name,
-        baseUrl,
-        description: input.description,
-        auth,
-        egressAllowList: Option.getOrNull(allow)
-      })
+      const common = { name: input.name, description: input.description, egressAllowList: Option.getOrNull(allow) }
+      const created = yield* connections.create(
+        mcp ?
+          {
+            kind: "mcp",
+            ...common,
+            url,
+            auth,
+            transport: Option.getOrElse(input.transport, () => "streamable-http" as const),
+            toolPrefix: Option.getOrNull(input.toolPrefix)
+          } :
+          // oauth was refused above for REST connections
+          { kind: "rest", ...common, baseUrl: url, auth: auth as ConnectionAuth }
+      )
       if ("secret" in auth) {
         const known = yield* (yield* Secrets).list
         if (!known.some((s) => s.name === (auth as { secret: string }).secret)) {
@@ -260,9 +323,12 @@ const connectionAdd = Command.make("add", {
         }
       }
       if (input.json) return yield* printJson(connectionView(created))
-      yield* Console.log(`Added connection ${created.name} (id ${created.id}) -> ${baseUrl}`)
+      yield* Console.log(
+        `Added ${mcp ? "MCP " : ""}connection ${created.name} (id ${created.id}) -> ${url}` +
+          (created.kind === "mcp" ? ` (tools as ${created.toolPrefix ?? `${created.name}/`}<tool>)` : "")
+      )
     }))
-  }))).pipe(Command.withDescription("Add a REST connection"))
+  }))).pipe(Command.withDescription("Add a connection: a REST API (--base-url) or an upstream MCP server (--mcp-url)"))
 
 const connectionView = (
   c: Connections["Service"] extends { list: Effect.Effect<ReadonlyArray<infer C>, any> } ? C
@@ -274,7 +340,8 @@ const connectionView = (
   url: c.kind === "rest" ? c.baseUrl : c.url,
   auth: c.auth,
   egressAllowList: c.egressAllowList,
-  description: c.description
+  description: c.description,
+  ...(c.kind === "mcp" ? { transport: c.transport, toolPrefix: c.toolPrefix } : {})
 })
 
 const connectionList = Command.make("list", { json }, (input) =>
@@ -282,7 +349,9 @@ const connectionList = Command.make("list", { json }, (input) =>
     const all = yield* (yield* Connections).list
     if (input.json) return yield* printJson(all.map(connectionView))
     if (all.length === 0) {
-      return yield* Console.log("No connections. Add one with `janus connection add NAME --base-url URL`.")
+      return yield* Console.log(
+        "No connections. Add one with `janus connection add NAME --base-url URL` (REST) or `--mcp-url URL` (MCP)."
+      )
     }
     for (const c of all) {
       const v = connectionView(c)
@@ -310,7 +379,7 @@ const connectionRemove = Command.make("remove", {
   }))).pipe(Command.withDescription("Remove a connection and its endpoints"))
 
 export const connection = Command.make("connection").pipe(
-  Command.withDescription("REST connections: add, list, remove"),
+  Command.withDescription("Connections (REST APIs and upstream MCP servers): add, list, remove"),
   Command.withSubcommands([connectionAdd, connectionList, connectionRemove])
 )
 

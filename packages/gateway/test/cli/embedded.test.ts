@@ -82,6 +82,59 @@ describe("janus on an embedded database", () => {
     assert.deepStrictEqual(listed.map((c) => c.name), ["github", "local"])
     assert.deepStrictEqual(listed[0]!.egressAllowList, ["10.0.0.0/8", "*.internal"])
 
+    // an upstream MCP server: tool prefix, OAuth client credentials; flags that do not fit are refused
+    r = await run([
+      "connection",
+      "add",
+      "docs",
+      "--mcp-url",
+      "https://mcp.example.com/mcp",
+      "--tool-prefix",
+      "docs_",
+      "--auth",
+      "oauth",
+      "--token-url",
+      "https://auth.example.com/token",
+      "--client-id",
+      "janus",
+      "--secret",
+      "gh_token",
+      "--json"
+    ])
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.deepInclude(JSON.parse(r.stdout), {
+      name: "docs",
+      kind: "mcp",
+      url: "https://mcp.example.com/mcp",
+      transport: "streamable-http",
+      toolPrefix: "docs_",
+      auth: {
+        scheme: "oauth-client-credentials",
+        tokenUrl: "https://auth.example.com/token",
+        clientId: "janus",
+        secret: "gh_token"
+      }
+    })
+    for (
+      const [args, error] of [
+        [["--base-url", "https://a.example.com", "--mcp-url", "https://b.example.com"], /cannot be used together/],
+        [[], /no URL given/],
+        [["--base-url", "https://a.example.com", "--tool-prefix", "p"], /--tool-prefix applies to MCP connections/],
+        [["--base-url", "https://a.example.com", "--auth", "oauth", "--secret", "s"], /--auth oauth applies to MCP/],
+        [
+          ["--mcp-url", "https://b.example.com", "--auth", "oauth", "--secret", "s"],
+          /needs --token-url and --client-id/
+        ],
+        [["--mcp-url", "https://b.example.com", "--tool-prefix", "bad prefix!"], /toolPrefix \(got "bad prefix!"\)/]
+      ] as const
+    ) {
+      r = await run(["connection", "add", "refused", ...args])
+      assert.strictEqual(r.code, 1, r.stdout)
+      assert.match(r.stderr, error)
+    }
+    r = await run(["connection", "remove", "docs"])
+    assert.strictEqual(r.code, 0, r.stderr)
+
     // endpoint add: ok, unknown connection, duplicate, undeclared path parameter, schema from a file
     r = await run([
       "endpoint",
