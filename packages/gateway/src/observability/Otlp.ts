@@ -51,6 +51,16 @@ export interface OtlpSettings {
   readonly shutdownTimeout?: Duration.Input | undefined
 }
 
+/** The OpenTelemetry variables Janus reads (the table above); `secret` ones are never shown. */
+export const VARIABLES: ReadonlyArray<{ readonly name: string; readonly secret: boolean }> = [
+  { name: "OTEL_EXPORTER_OTLP_ENDPOINT", secret: false },
+  { name: "OTEL_SERVICE_NAME", secret: false },
+  { name: "OTEL_EXPORTER_OTLP_HEADERS", secret: true },
+  { name: "OTEL_RESOURCE_ATTRIBUTES", secret: false },
+  { name: "OTEL_METRIC_EXPORT_INTERVAL", secret: false },
+  { name: "OTEL_BSP_SCHEDULE_DELAY", secret: false }
+]
+
 /** Parses `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k2=v2`, values percent-encoded). */
 export const parseHeaders = (raw: string): Record<string, string> => {
   const headers: Record<string, string> = {}

@@ -4,11 +4,12 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { distDir } from "@janus/studio"
-import { Effect } from "effect"
+import { ConfigProvider, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { otelSettings } from "../../src/admin/Config.ts"
 import { CONTENT_SECURITY_POLICY, handler, loadDist } from "../../src/http/Studio.ts"
 import { adminToken, call, client, layer as gatewayLayer, suiteOptions } from "../admin/support.ts"
 
@@ -97,7 +98,33 @@ layer(gatewayLayer(), suiteOptions)("Studio at /", (it) => {
       assert.strictEqual(reply.body.settings.JANUS_HOST, "127.0.0.1")
       assert.strictEqual(reply.body.settings.DATABASE_URL, null)
       assert.strictEqual(reply.body.settings.JANUS_ALLOW_ANONYMOUS, true)
+      // the OpenTelemetry variables are listed too (unset here)
+      assert.strictEqual(reply.body.settings.OTEL_EXPORTER_OTLP_ENDPOINT, null)
       assert.strictEqual(reply.headers["cache-control"], "no-store")
+    }))
+})
+
+describe("the OpenTelemetry settings on /api/v1/config", () => {
+  it.effect("shows them as read, hides the export headers and credentials in the endpoint", () =>
+    Effect.gen(function*() {
+      const env = {
+        OTEL_EXPORTER_OTLP_ENDPOINT: "https://user:pw@collector.example.com:4318",
+        OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc",
+        OTEL_SERVICE_NAME: "janus-eu"
+      }
+      const shown = yield* otelSettings.pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
+      )
+      assert.deepStrictEqual(shown, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: "https://hidden@collector.example.com:4318/",
+        OTEL_SERVICE_NAME: "janus-eu",
+        OTEL_EXPORTER_OTLP_HEADERS: "(set, hidden)",
+        OTEL_RESOURCE_ATTRIBUTES: null,
+        OTEL_METRIC_EXPORT_INTERVAL: null,
+        OTEL_BSP_SCHEDULE_DELAY: null
+      })
+      assert.notInclude(JSON.stringify(shown), "abc")
+      assert.notInclude(JSON.stringify(shown), "pw")
     }))
 })
 
