@@ -4,12 +4,14 @@
  * Rules: a column header is a `th scope=col`; a row's button is named after
  * its verb and the row (`Delete pets`), so it is found by role and name; a
  * destructive write (delete, revoke) is confirmed first, its failure shows in
- * the page's error box, and the list is refetched whatever the outcome.
+ * the page's error box, and the list is refetched whatever the outcome. An
+ * edit replaces the item only at the version its form was opened with.
  */
 import type { ComponentChildren } from "preact"
-import { request } from "./api.ts"
+import { useState } from "preact/hooks"
+import { ApiError, request } from "./api.ts"
 import { refresh } from "./store.ts"
-import type { useAction } from "./ui.tsx"
+import { useAction } from "./ui.tsx"
 
 /** A table with one header row of `columns` and a row per item, or what `empty` says instead. */
 export function DataTable<T>(
@@ -84,3 +86,46 @@ export const confirmedDelete = (
     collection,
     () => request("DELETE", `${collection}/${item.id}`, { headers: { "if-match": `"${item.version}"` } })
   )
+
+/**
+ * A create/edit form's save: POSTs to `collection`, or PUTs over `editing`
+ * only if it is still at the version the form was opened with (`if-match`),
+ * not the one the live list shows by now, so a change made meanwhile is a
+ * 409 and never overwritten unseen. A 409 shows the API's detail, refetches
+ * the list and moves the form to the stored version: saving again is then a
+ * deliberate overwrite. `save` answers whether the write succeeded.
+ */
+export const useSave = (
+  collection: string,
+  editing: { readonly id: string; readonly version: number | string } | undefined
+) => {
+  const action = useAction()
+  const [version, setVersion] = useState(editing?.version)
+  const save = async (body: () => unknown): Promise<boolean> => {
+    const saved = await action.run(async () => {
+      if (editing === undefined) return request("POST", collection, { body: body() })
+      try {
+        return await request("PUT", `${collection}/${editing.id}`, {
+          body: body(),
+          headers: { "if-match": `"${version}"` }
+        })
+      } catch (e) {
+        if (!(e instanceof ApiError && e.code === "version_conflict")) throw e
+        refresh(collection)
+        const current = await request<{ version: number }>("GET", `${collection}/${editing.id}`).catch(() => undefined)
+        if (current === undefined) throw e
+        setVersion(current.version)
+        throw new ApiError(
+          e.status,
+          e.code,
+          `${e.message}. It was re-read (version ${current.version}): Save again to replace it with this form, or Cancel.`,
+          e.fields
+        )
+      }
+    })
+    if (saved === undefined) return false
+    refresh(collection)
+    return true
+  }
+  return { ...action, save }
+}

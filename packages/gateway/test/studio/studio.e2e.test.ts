@@ -4,7 +4,8 @@
  * Chromium. One browser for the file.
  *
  * What it shows: sign-in by keyboard; a connection and an endpoint created
- * in the UI; the tool called from the UI's generated form; the call live in
+ * and edited in the UI (an invalid edit showing the API's detail); a virtual
+ * server edited over a stale version (409, then a deliberate save); the tool called from the UI's generated form; the call live in
  * the overview and the audit tail of other open pages (no polling); a
  * revoked token refused; an OpenAPI import with preview; an API-made change
  * appearing without reload; a forced resync refetching what is on screen;
@@ -101,6 +102,35 @@ const flood = (times: number) =>
 const waitText = (page: Page, testId: string, text: string | RegExp) =>
   page.getByTestId(testId).filter({ hasText: text }).first().waitFor({ timeout: WAIT })
 
+/** One admin API request from the test itself (not the browser): the JSON it answers, after checking the status. */
+const api = async (
+  base: string,
+  token: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; ifMatch?: number; status?: number } = {}
+) => {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  if (options.body !== undefined) headers["content-type"] = "application/json"
+  if (options.ifMatch !== undefined) headers["if-match"] = `"${options.ifMatch}"`
+  const response = await fetch(`${base}/api/v1/${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? null : JSON.stringify(options.body)
+  })
+  const text = await response.text()
+  assert.strictEqual(response.status, options.status ?? 200, `${method} ${path}: ${text}`)
+  return text === "" ? undefined : JSON.parse(text)
+}
+
+/** The item of an admin collection named `name`, as the API has it now. */
+const byName = async (base: string, token: string, collection: string, name: string) => {
+  const list: { items: Array<any> } = await api(base, token, "GET", `${collection}?limit=100`)
+  const item = list.items.find((i) => i.name === name)
+  assert.isDefined(item, `${collection} has ${name}`)
+  return item
+}
+
 const available = browserAvailable()
 let browser: Browser | undefined
 let downstream: { server: Server; url: string } | undefined
@@ -177,6 +207,25 @@ else {
               await endpoint.getByLabel("Argument locations (JSON)").fill("{\"id\":\"path\"}")
               await endpoint.getByRole("button", { name: "Create endpoint" }).click()
               await waitText(page, "endpoints", "get_pet")
+              // edit it: the form comes prefilled; an invalid path shows the API's detail, then a new description saves
+              await page.getByRole("button", { name: "Edit get_pet" }).click()
+              const editEndpoint = page.getByRole("form", { name: "Edit get_pet" })
+              assert.strictEqual(await editEndpoint.getByLabel("Path template").inputValue(), "/pets/{id}")
+              assert.strictEqual(
+                await editEndpoint.getByLabel("Argument locations (JSON)").inputValue(),
+                "{\"id\":\"path\"}"
+              )
+              await editEndpoint.getByLabel("Path template").fill("/pets/{petId}")
+              await editEndpoint.getByRole("button", { name: "Save" }).click()
+              await editEndpoint.getByRole("alert").filter({ hasText: "{petId}" }).waitFor()
+              await editEndpoint.getByLabel("Path template").fill("/pets/{id}")
+              await editEndpoint.getByLabel("Description").fill("One pet by id")
+              await editEndpoint.getByRole("button", { name: "Save" }).click()
+              await editEndpoint.waitFor({ state: "detached" })
+              const edited = await byName(base, token, "endpoints", "get_pet")
+              assert.strictEqual(edited.description, "One pet by id")
+              assert.strictEqual(edited.pathTemplate, "/pets/{id}")
+              assert.strictEqual(edited.version, 2, "one write: the refused one changed nothing")
 
               // a client token, shown once
               await go(page, "Tokens")
@@ -204,6 +253,8 @@ else {
               await page.getByLabel("Client token", { exact: true }).fill(clientToken)
               await page.getByRole("button", { name: "Use token" }).click()
               await waitText(page, "tools", "get_pet")
+              // tools/list through /mcp has the edited description
+              await waitText(page, "tools", "One pet by id")
               await page.getByRole("button", { name: "Try get_pet" }).click()
               const tryForm = page.getByRole("form", { name: "Try get_pet" })
               await tryForm.getByLabel(/^id/).fill("42")
@@ -359,6 +410,33 @@ else {
             await page.keyboard.press("Enter")
             await waitText(page, "virtual-servers", "/servers/pets-only/mcp")
             await screenshot(page, "virtual-servers")
+
+            // edit it while someone else changes it through the API: the save over the version read is a 409
+            // whose detail shows; saving again (now over the version re-read) is a deliberate overwrite
+            await page.getByRole("button", { name: "Edit pets-only" }).click()
+            const edit = page.getByRole("form", { name: "Edit pets-only" })
+            assert.strictEqual(await edit.getByLabel("Tools").inputValue(), "get_pet")
+            await edit.getByLabel("Description").fill("Pet tools")
+            await edit.getByLabel("Tools").fill("get_pet, showPet")
+            const read = await byName(base, token, "virtual-servers", "pets-only")
+            await api(base, token, "PATCH", `virtual-servers/${read.id}`, {
+              body: { description: "changed elsewhere" },
+              ifMatch: read.version
+            })
+            await edit.getByRole("button", { name: "Save" }).click()
+            await edit.getByRole("alert").filter({ hasText: "was changed by someone else" }).waitFor()
+            assert.strictEqual(
+              (await byName(base, token, "virtual-servers", "pets-only")).description,
+              "changed elsewhere"
+            )
+            await edit.getByRole("button", { name: "Save" }).click()
+            await edit.waitFor({ state: "detached" })
+            await waitText(page, "virtual-servers", "get_pet, showPet")
+            const saved = await byName(base, token, "virtual-servers", "pets-only")
+            assert.strictEqual(saved.description, "Pet tools")
+            assert.deepStrictEqual(saved.tools, ["get_pet", "showPet"])
+            assert.strictEqual(saved.version, read.version + 2)
+            await page.getByRole("form", { name: "New virtual server" }).waitFor()
             await go(page, "Settings")
             await waitText(page, "config", "JANUS_HOST")
             const text = (await page.getByTestId("config").textContent())!

@@ -1,87 +1,83 @@
 /**
- * Tools: REST endpoints (create, delete) and every tool a client token sees
+ * Tools: REST endpoints (create, edit, delete) and every tool a client token sees
  * (endpoints and federated upstream tools), with a "try it" form generated
  * from the tool's input schema. A try goes through `/mcp` with a client
  * token, i.e. the real hot path: it is limited, audited and shows up live.
  */
 import { useState } from "preact/hooks"
-import { callTool, listAll, listTools, request } from "../api.ts"
+import { callTool, listAll, listTools } from "../api.ts"
+import { emptyEndpointDraft, endpointBody, type EndpointDraft, endpointDraftOf } from "../drafts.ts"
 import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
-import { refresh, useResource } from "../store.ts"
-import { confirmedDelete, DataTable, RowButton } from "../tables.tsx"
+import { useResource } from "../store.ts"
+import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 const CLIENT_TOKEN_KEY = "janus.studio.clientToken"
 
-const EndpointForm = (props: { connections: Array<any>; onDone: () => void }) => {
+const EndpointForm = (
+  props: { connections: Array<any>; initial: EndpointDraft; editing?: any; onDone: () => void }
+) => {
   const rest = props.connections.filter((c) => c.kind === "rest")
-  const [connectionId, setConnectionId] = useState(rest[0]?.id ?? "")
-  const [name, setName] = useState("")
-  const [description, setDescription] = useState("")
-  const [method, setMethod] = useState("GET")
-  const [pathTemplate, setPath] = useState("/")
-  const [schema, setSchema] = useState("{\n  \"type\": \"object\",\n  \"properties\": {}\n}")
-  const [args, setArgs] = useState("{}")
-  const action = useAction()
+  const [d, setD] = useState(props.initial)
+  const action = useSave("endpoints", props.editing)
+  const set = (k: keyof EndpointDraft) => (v: string) => setD({ ...d, [k]: v })
+  const fieldError = (path: string) =>
+    (action.error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
   const submit = async (e: Event) => {
     e.preventDefault()
-    const ok = await action.run(async () => {
-      const body = {
-        connectionId,
-        name,
-        description,
-        method,
-        pathTemplate,
-        inputSchema: JSON.parse(schema),
-        arguments: JSON.parse(args)
-      }
-      return request("POST", "endpoints", { body })
-    })
-    if (ok !== undefined) {
-      refresh("endpoints")
-      props.onDone()
-    }
+    if (await action.save(() => endpointBody(d, props.editing))) props.onDone()
   }
   return (
     <CardForm
-      label="New endpoint"
+      label={props.editing ? `Edit ${props.editing.name}` : "New endpoint"}
       onSubmit={submit}
       error={action.error}
       buttons={
         <>
-          <button type="submit" disabled={action.busy || connectionId === ""}>Create endpoint</button>
+          <button type="submit" disabled={action.busy || d.connectionId === ""}>
+            {props.editing ? "Save" : "Create endpoint"}
+          </button>
           <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
         </>
       }
     >
       <SelectField
         label="Connection"
-        value={connectionId}
+        value={d.connectionId}
         options={rest.map((c) => [c.id, c.name] as const)}
-        onChange={setConnectionId}
+        onChange={set("connectionId")}
       />
-      <TextField label="Tool name" value={name} onInput={setName} required />
+      <TextField label="Tool name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
       <SelectField
         label="Method"
-        value={method}
+        value={d.method}
         options={["GET", "POST", "PUT", "PATCH", "DELETE"]}
-        onChange={setMethod}
+        onChange={set("method")}
       />
-      <TextField label="Path template" value={pathTemplate} onInput={setPath} required hint="e.g. /pets/{id}" />
-      <TextField label="Description" value={description} onInput={setDescription} />
+      <TextField
+        label="Path template"
+        value={d.pathTemplate}
+        onInput={set("pathTemplate")}
+        required
+        hint="e.g. /pets/{id}"
+        error={fieldError("pathTemplate")}
+      />
+      <TextField label="Description" value={d.description} onInput={set("description")} />
       <TextField
         label="Input schema (JSON Schema)"
-        value={schema}
-        onInput={setSchema}
+        value={d.schema}
+        onInput={set("schema")}
         multiline
+        error={fieldError("inputSchema")}
       />
       <TextField
         label="Argument locations (JSON)"
-        value={args}
-        onInput={setArgs}
+        value={d.args}
+        onInput={set("args")}
         multiline
         rows={3}
         hint={"e.g. {\"id\": \"path\", \"q\": \"query\"}; others go to the query (GET) or the body"}
+        error={fieldError("arguments")}
       />
     </CardForm>
   )
@@ -178,7 +174,7 @@ export const Tools = () => {
     `tools/${token === "" ? "-" : token.slice(0, 12)}`,
     async () => token === "" ? undefined : listTools(token)
   )
-  const [creating, setCreating] = useState(false)
+  const [editing, setEditing] = useState<any | "new" | undefined>(undefined)
   const [trying, setTrying] = useState<any>(undefined)
   const action = useAction()
   const names = new Map((connections.data ?? []).map((c) => [c.id, c.name]))
@@ -190,11 +186,16 @@ export const Tools = () => {
   }
   const remove = (ep: any) => confirmedDelete(action, `Delete endpoint ${ep.name}?`, "endpoints", ep)
   return (
-    <Page title="Tools" actions={<button type="button" onClick={() => setCreating(true)}>New endpoint</button>}>
-      {creating && connections.data !== undefined && (
+    <Page title="Tools" actions={<button type="button" onClick={() => setEditing("new")}>New endpoint</button>}>
+      {editing !== undefined && connections.data !== undefined && (
         <EndpointForm
+          key={editing === "new" ? "new" : editing.id}
           connections={connections.data}
-          onDone={() => setCreating(false)}
+          initial={editing === "new"
+            ? emptyEndpointDraft(connections.data.find((c) => c.kind === "rest")?.id ?? "")
+            : endpointDraftOf(editing)}
+          editing={editing === "new" ? undefined : editing}
+          onDone={() => setEditing(undefined)}
         />
       )}
       <ErrorBox error={endpoints.error ?? action.error} />
@@ -214,6 +215,7 @@ export const Tools = () => {
               <code>{ep.method} {ep.pathTemplate}</code>
             </td>
             <td class="buttons">
+              <RowButton verb="Edit" name={ep.name} class="secondary" onClick={() => setEditing(ep)} />
               <RowButton verb="Delete" name={ep.name} class="danger" onClick={() => remove(ep)} />
             </td>
           </>

@@ -1,42 +1,60 @@
-/** Virtual servers: named subsets of tools, each at /servers/{name}/mcp. */
+/** Virtual servers: named subsets of tools, each at /servers/{name}/mcp; create, edit, delete. */
 import { useState } from "preact/hooks"
-import { listAll, request } from "../api.ts"
-import { refresh, useResource } from "../store.ts"
-import { confirmedDelete, DataTable, RowButton } from "../tables.tsx"
+import { listAll } from "../api.ts"
+import { emptyServerDraft, serverBody, type ServerDraft, serverDraftOf } from "../drafts.ts"
+import { useResource } from "../store.ts"
+import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
 import { CardForm, ErrorBox, Page, TextField, useAction } from "../ui.tsx"
+
+/** The create form, always on the page; an edit takes its place until saved or cancelled. */
+const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => void }) => {
+  const [d, setD] = useState(props.initial)
+  const action = useSave("virtual-servers", props.editing)
+  const set = (k: keyof ServerDraft) => (v: string) => setD({ ...d, [k]: v })
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    if (await action.save(() => serverBody(d, props.editing))) props.onDone()
+  }
+  return (
+    <CardForm
+      label={props.editing ? `Edit ${props.editing.name}` : "New virtual server"}
+      onSubmit={submit}
+      error={action.error}
+      buttons={props.editing
+        ? (
+          <>
+            <button type="submit" disabled={action.busy}>Save</button>
+            <button type="button" class="secondary" onClick={props.onDone}>Cancel</button>
+          </>
+        )
+        : <button type="submit" disabled={action.busy}>Create virtual server</button>}
+    >
+      <TextField label="Name" value={d.name} onInput={set("name")} required />
+      <TextField label="Description" value={d.description} onInput={set("description")} />
+      <TextField label="Tools" value={d.tools} onInput={set("tools")} hint="Tool names, comma separated" />
+    </CardForm>
+  )
+}
 
 export const VirtualServers = () => {
   const servers = useResource("virtual-servers", () => listAll<any>("virtual-servers"))
-  const [name, setName] = useState("")
-  const [description, setDescription] = useState("")
-  const [tools, setTools] = useState("")
+  const [editing, setEditing] = useState<any>(undefined)
+  // a new key after each create empties the create form
+  const [created, setCreated] = useState(0)
   const action = useAction()
-  const create = async (e: Event) => {
-    e.preventDefault()
-    const ok = await action.run(() =>
-      request("POST", "virtual-servers", {
-        body: { name, description, tools: tools.split(",").map((t) => t.trim()).filter((t) => t !== "") }
-      })
-    )
-    if (ok !== undefined) {
-      setName("")
-      setTools("")
-      setDescription("")
-      refresh("virtual-servers")
-    }
-  }
   const remove = (s: any) => confirmedDelete(action, `Delete virtual server ${s.name}?`, "virtual-servers", s)
   return (
     <Page title="Virtual servers">
-      <CardForm
-        label="New virtual server"
-        onSubmit={create}
-        buttons={<button type="submit" disabled={action.busy}>Create virtual server</button>}
-      >
-        <TextField label="Name" value={name} onInput={setName} required />
-        <TextField label="Description" value={description} onInput={setDescription} />
-        <TextField label="Tools" value={tools} onInput={setTools} hint="Tool names, comma separated" />
-      </CardForm>
+      {editing === undefined
+        ? <ServerForm key={`new-${created}`} initial={emptyServerDraft} onDone={() => setCreated((n) => n + 1)} />
+        : (
+          <ServerForm
+            key={editing.id}
+            initial={serverDraftOf(editing)}
+            editing={editing}
+            onDone={() => setEditing(undefined)}
+          />
+        )}
       <ErrorBox error={action.error ?? servers.error} />
       <DataTable
         testId="virtual-servers"
@@ -52,7 +70,8 @@ export const VirtualServers = () => {
               <code>/servers/{s.name}/mcp</code>
             </td>
             <td>{s.tools.join(", ")}</td>
-            <td>
+            <td class="buttons">
+              <RowButton verb="Edit" name={s.name} class="secondary" onClick={() => setEditing(s)} />
               <RowButton verb="Delete" name={s.name} class="danger" onClick={() => remove(s)} />
             </td>
           </>
