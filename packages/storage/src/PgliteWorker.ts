@@ -24,12 +24,14 @@
  * - `close` closes the database in the worker, then ends the worker. If the
  *   worker crashes or exits, every pending request fails with an error saying
  *   so, and later requests fail at once.
- * - The worker holds the process open only while requests are pending, as
- *   an idle socket to Postgres would not.
+ * - The worker holds the process open only while it starts and while
+ *   requests are pending.
+ * - The worker uses the main thread's module compile cache when that is on.
  *
  * @since 0.1.0
  */
 import type { Results } from "@electric-sql/pglite"
+import * as Module from "node:module"
 import { Worker } from "node:worker_threads"
 
 /** What `PgliteClient` needs from a database: met by `PGlite` itself and by `start`. */
@@ -96,7 +98,7 @@ interface Pending {
 export const start = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> =>
   new Promise((resolveStart, rejectStart) => {
     const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
-      workerData: { dataDir: options.dataDir },
+      workerData: { dataDir: options.dataDir, compileCacheDir: Module.getCompileCacheDir() },
       name: "janus-pglite"
     })
     const pending = new Map<number, Pending>()

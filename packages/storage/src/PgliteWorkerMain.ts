@@ -7,8 +7,9 @@
  *
  * @since 0.1.0
  */
-import { PGlite } from "@electric-sql/pglite"
+import type { PGlite } from "@electric-sql/pglite"
 import * as Fs from "node:fs/promises"
+import * as Module from "node:module"
 import { parentPort, workerData } from "node:worker_threads"
 import { errorFieldNames, type ErrorFields, type Reply, type Request } from "./PgliteWorker.ts"
 
@@ -26,11 +27,17 @@ const fields = (cause: unknown): ErrorFields => {
   return out as ErrorFields
 }
 
-const { dataDir } = workerData as { readonly dataDir: string | undefined }
+const { compileCacheDir, dataDir } = workerData as {
+  readonly dataDir: string | undefined
+  readonly compileCacheDir: string | undefined
+}
+// Same compile cache as the main thread (bin.ts turns it on there): PGlite is loaded below, after it is on.
+if (compileCacheDir !== undefined) Module.enableCompileCache(compileCacheDir)
 
 const open = async (): Promise<PGlite> => {
   // PGlite creates only the last path segment; the folders above it may not exist yet.
   if (dataDir !== undefined) await Fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
+  const { PGlite } = await import("@electric-sql/pglite")
   const db = dataDir === undefined ? new PGlite() : new PGlite(dataDir)
   await db.waitReady
   return db
