@@ -27,11 +27,18 @@
  * - The worker holds the process open only while it starts and while
  *   requests are pending.
  * - The worker uses the main thread's module compile cache when that is on.
+ * - `prestart(dataDir)` boots a worker ahead of time (a process' entry calls
+ *   it before loading the rest of its modules, so PGlite's WASM boot runs
+ *   alongside); the first `start` for the same resolved directory takes that
+ *   worker over, open failure included, and later ones start their own. A
+ *   worker nobody takes over stays open, unreferenced, until the process
+ *   exits.
  *
  * @since 0.1.0
  */
 import type { Results } from "@electric-sql/pglite"
 import * as Module from "node:module"
+import * as Path from "node:path"
 import { Worker } from "node:worker_threads"
 
 /** What `PgliteClient` needs from a database: met by `PGlite` itself and by `start`. */
@@ -94,8 +101,37 @@ interface Pending {
   readonly reject: (error: Error) => void
 }
 
-/** Starts the worker and opens PGlite in it (in memory when `dataDir` is omitted). */
-export const start = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> =>
+const prestarted = new Map<string, Promise<PgliteHandle>>()
+
+/**
+ * Starts a worker on `dataDir` now, for the first `start` on that directory to take over (and returns what
+ * that `start` will); a second `prestart` of a directory not yet taken over returns the first one's.
+ */
+export const prestart = (dataDir: string): Promise<PgliteHandle> => {
+  const key = Path.resolve(dataDir)
+  const existing = prestarted.get(key)
+  if (existing !== undefined) return existing
+  const handle = spawn({ dataDir })
+  // not unhandled while nobody has taken it over yet: the `start` that does sees the failure
+  handle.catch(() => undefined)
+  prestarted.set(key, handle)
+  return handle
+}
+
+/** Starts the worker and opens PGlite in it (in memory when `dataDir` is omitted), or takes over a `prestart`ed one. */
+export const start = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> => {
+  if (options.dataDir !== undefined) {
+    const key = Path.resolve(options.dataDir)
+    const early = prestarted.get(key)
+    if (early !== undefined) {
+      prestarted.delete(key)
+      return early
+    }
+  }
+  return spawn(options)
+}
+
+const spawn = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> =>
   new Promise((resolveStart, rejectStart) => {
     const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
       workerData: { dataDir: options.dataDir, compileCacheDir: Module.getCompileCacheDir() },

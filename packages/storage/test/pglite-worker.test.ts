@@ -82,6 +82,39 @@ describe("PgliteWorker", () => {
       assert.match(error.message, /PGlite worker is closed/)
     }), 120_000)
 
+  it.live(
+    "a prestarted worker is what the first start on the same directory gets, and only the first",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* Effect.acquireRelease(
+          Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "janus-pglite-worker-"))),
+          (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+        )
+        const dataDir = Path.join(dir, "data")
+        const early = PgliteWorker.prestart(dataDir)
+        assert.strictEqual(PgliteWorker.prestart(dataDir), early)
+        // the same directory spelled differently
+        const taken = PgliteWorker.start({ dataDir: Path.join(dir, ".", "data") + "/" })
+        assert.strictEqual(taken, early)
+        const db = yield* Effect.promise(() => taken)
+        yield* Effect.promise(() => db.query("CREATE TABLE kept (n int)"))
+        yield* Effect.promise(() => db.query("INSERT INTO kept VALUES (7)"))
+        yield* Effect.promise(() => db.close())
+        // taken over: the next prestart of that directory is a new worker, on the same data
+        const again = yield* Effect.acquireRelease(
+          Effect.sync(() => PgliteWorker.prestart(dataDir)),
+          (again) => Effect.promise(() => again.then((db) => db.close()))
+        )
+        assert.notStrictEqual(again, early)
+        const second = PgliteWorker.start({ dataDir })
+        assert.strictEqual(second, again)
+        const reopened = yield* Effect.promise(() => second)
+        const kept = yield* Effect.promise(() => reopened.query<{ n: number }>("SELECT n FROM kept"))
+        assert.deepStrictEqual(kept.rows, [{ n: 7 }])
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
   it.live("a data directory that cannot be created fails the start with the cause", () =>
     Effect.gen(function*() {
       const dir = yield* Effect.acquireRelease(
