@@ -11,9 +11,15 @@
  * temporary directory; entries are keyed by file content, so a changed file
  * is compiled again.
  *
+ * For `janus serve` on an existing embedded database it also starts PGlite's
+ * worker before that import, so the database boots while the modules load.
+ *
  * @since 0.1.0
  */
 import * as Module from "node:module"
 
 Module.enableCompileCache()
+// `janus serve` on an existing embedded home: PGlite's worker boots while the rest loads (cli/EarlyStorage.ts)
+const EarlyStorage = await import("./cli/EarlyStorage.ts")
+EarlyStorage.prestart(process.argv.slice(2), process.env)
 await import("./cli/Main.ts")

@@ -49,7 +49,7 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
-import { Sse } from "effect/encoding"
+import * as Sse from "effect/encoding/Sse"
 import type { LoggedEvent } from "./EventLog.ts"
 import { FRAME_OVERHEAD_BYTES } from "./Limits.ts"
 

@@ -45,7 +45,7 @@
  */
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { Sse } from "effect/encoding"
+import * as Sse from "effect/encoding/Sse"
 import { Headers, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"

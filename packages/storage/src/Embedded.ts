@@ -12,6 +12,8 @@
  *   signals and the event log go through PGlite's LISTEN/NOTIFY, so the code
  *   paths are the same, with one process listening.
  * - One process owns a data directory: PGlite is not safe to open twice.
+ * - PGlite runs in a worker thread unless `thread: "main"` is asked for, so
+ *   statements do not stall request handling.
  *
  * @since 0.1.0
  */
@@ -37,6 +39,8 @@ export interface EmbeddedOptions {
   readonly configCacheTtl?: Duration.Input | undefined
   /** `SECRET_CACHE_TTL` (default 30 seconds). */
   readonly secretCacheTtl?: Duration.Input | undefined
+  /** Where PGlite runs (default `"worker"`: off this thread's event loop); see `PgliteClient.PgliteOptions`. */
+  readonly thread?: PgliteClient.PgliteOptions["thread"]
 }
 
 export const defaultJanusDir = "./.janus"
@@ -55,7 +59,7 @@ export const layer = (
   const keys = MasterKey.layerFile({ path: Path.join(janusDir, "master.key"), envKey: options.masterKey })
   // `fresh`: every call is its own database instance, even though the service layers inside are shared values.
   return Layer.fresh(layerServices.pipe(
-    Layer.provideMerge(Layer.merge(PgliteClient.layer({ dataDir }), keys)),
+    Layer.provideMerge(Layer.merge(PgliteClient.layer({ dataDir, thread: options.thread }), keys)),
     Layer.provide(settings(options))
   ))
 }
@@ -68,7 +72,7 @@ export const layerMemory = (
 ): Layer.Layer<EmbeddedServices, StorageStartError> =>
   Layer.fresh(layerServices.pipe(
     Layer.provideMerge(Layer.merge(
-      PgliteClient.layer(),
+      PgliteClient.layer({ thread: options.thread }),
       MasterKey.layerKeys([options.masterKey ?? SecretBox.generateKey()])
     )),
     Layer.provide(settings(options))

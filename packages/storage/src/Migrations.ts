@@ -7,7 +7,8 @@
  * - Migrations are append-only and numbered; applied ids are recorded in
  *   `janus_migrations`, so running them again is a no-op. All pending
  *   migrations run in one transaction under the migrator's table lock, so
- *   replicas starting together migrate once.
+ *   replicas starting together migrate once. Start-up reads the recorded id
+ *   first and skips the migrator when the database is already current.
  * - `StorageHealth` compares the recorded ids with `latestId`: a replica whose
  *   code is newer than its database is not ready.
  * - Every table of the product is here: connections, endpoints, virtual
@@ -223,9 +224,27 @@ const migrator = Migrator.make({})
 /** Applies pending migrations; returns the ones it ran (none on a second run). */
 export const run = migrator({ loader: Migrator.fromRecord(migrations), table })
 
-/** Runs the migrations when the layer is built. */
+/** The highest recorded migration id; 0 when none is (or the table does not exist yet). */
+export const appliedId: Effect.Effect<number, SqlError, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const exists = yield* sql<{ present: boolean }>`SELECT to_regclass(${table}) IS NOT NULL AS present`
+  if (exists[0]?.present !== true) return 0
+  const rows = yield* sql<{ id: number | bigint | null }>`SELECT max(migration_id) AS id FROM ${sql(table)}`
+  return Number(rows[0]?.id ?? 0)
+})
+
+/**
+ * Runs the migrations when the layer is built. A database already at `latestId` (every restart) is left
+ * alone after two reads, without the migrator's transaction and table lock.
+ */
 export const layer: Layer.Layer<
   never,
   Migrator.MigrationError | SqlError,
   SqlClient.SqlClient
-> = Layer.effectDiscard(run)
+> = Layer.effectDiscard(
+  Effect.flatMap(
+    appliedId,
+    (applied): Effect.Effect<unknown, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =>
+      applied >= latestId ? Effect.void : run
+  )
+)

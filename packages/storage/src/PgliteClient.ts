@@ -18,6 +18,9 @@
  * - `LISTEN` and `UNLISTEN` also take the semaphore: issued inside another
  *   fiber's transaction they would be undone by its rollback.
  * - Statements use the Postgres compiler of `@effect/sql-pg`: one dialect.
+ * - PGlite runs in a worker thread by default (`PgliteWorker`): its WASM work
+ *   is synchronous and would otherwise stall this thread's event loop. The
+ *   semaphore above still serializes; the worker runs statements in order.
  *
  * **Gotchas**
  *
@@ -49,16 +52,23 @@ import {
 } from "effect/sql/SqlError"
 import * as Fs from "node:fs/promises"
 import { Notifications } from "./Notifications.ts"
+import * as PgliteWorker from "./PgliteWorker.ts"
 
 /** The PGlite instance behind the client (for tooling such as dumps; queries go through `SqlClient`). */
 export class Pglite extends Context.Service<Pglite, {
-  readonly db: PGlite
+  readonly db: PgliteWorker.PgliteHandle
   readonly dataDir: string | undefined
 }>()("@janus/storage/Pglite") {}
 
 export interface PgliteOptions {
   /** A directory for the data files; omit for an in-memory database. */
   readonly dataDir?: string | undefined
+  /**
+   * Where PGlite runs: `"worker"` (default) in a worker thread, so its
+   * synchronous WASM work does not stall this thread's event loop; `"main"`
+   * on this thread.
+   */
+  readonly thread?: "worker" | "main" | undefined
 }
 
 const classify = (cause: unknown, operation: string): SqlErrorReason => {
@@ -87,8 +97,8 @@ const attempt = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, Sq
   Effect.tryPromise({ try: f, catch: (cause) => new SqlError({ reason: classify(cause, operation) }) })
 
 class PgliteConnection implements Connection {
-  readonly db: PGlite
-  constructor(db: PGlite) {
+  readonly db: PgliteWorker.PgliteHandle
+  constructor(db: PgliteWorker.PgliteHandle) {
     this.db = db
   }
   private rows(operation: string, sql: string, params: ReadonlyArray<unknown>) {
@@ -149,15 +159,17 @@ const commit = (conn: Connection): Effect.Effect<void, SqlError> =>
         : Effect.void
   )
 
-const open = (options: PgliteOptions): Effect.Effect<PGlite, SqlError, Scope.Scope> =>
+const openInThread = async (options: PgliteOptions): Promise<PgliteWorker.PgliteHandle> => {
+  // PGlite creates only the last path segment; the folders above it may not exist yet.
+  if (options.dataDir !== undefined) await Fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 })
+  const db = options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir)
+  await db.waitReady
+  return db
+}
+
+const open = (options: PgliteOptions): Effect.Effect<PgliteWorker.PgliteHandle, SqlError, Scope.Scope> =>
   Effect.acquireRelease(
-    attempt("open", async () => {
-      // PGlite creates only the last path segment; the folders above it may not exist yet.
-      if (options.dataDir !== undefined) await Fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 })
-      const db = options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir)
-      await db.waitReady
-      return db
-    }),
+    attempt("open", () => options.thread === "main" ? openInThread(options) : PgliteWorker.start(options)),
     (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
   )
 

@@ -13,12 +13,11 @@
  * - Every argument in the argument map is a property of the input schema.
  * - An input schema is a JSON Schema object with `"type": "object"` that Ajv
  *   accepts (draft 2020-12 by default, draft-07 when `$schema` says so) and
- *   compiles.
+ *   compiles. Ajv is loaded on the first such check, not at start-up (it is
+ *   about 90 modules).
  *
  * @since 0.1.0
  */
-import { Ajv } from "ajv"
-import { Ajv2020 } from "ajv/dist/2020.js"
 import { Effect, Schema, SchemaIssue } from "effect"
 import { type JsonSchemaObject, ToolNamePattern } from "./Domain.ts"
 import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, UndeclaredPathParam } from "./Errors.ts"
@@ -133,10 +132,13 @@ export const checkEndpointShape = (input: {
 
 // Ajv compiles schemas into functions; a fresh instance per check keeps $id
 // collisions and compiled-schema growth out of a long-lived process.
-const makeAjv = (draft: "2020-12" | "draft-07") => {
-  const options = { strict: false, validateFormats: false, allErrors: false } as const
-  return draft === "2020-12" ? new Ajv2020(options) : new Ajv(options)
-}
+// `import()` of a module already loaded answers from Node's module map.
+const ajvModules = Effect.promise(() => Promise.all([import("ajv"), import("ajv/dist/2020.js")]))
+const makeAjv = (draft: "2020-12" | "draft-07") =>
+  Effect.map(ajvModules, ([{ Ajv }, { Ajv2020 }]) => {
+    const options = { strict: false, validateFormats: false, allErrors: false } as const
+    return draft === "2020-12" ? new Ajv2020(options) : new Ajv(options)
+  })
 
 const schemaDrafts: Record<string, "2020-12" | "draft-07"> = {
   "https://json-schema.org/draft/2020-12/schema": "2020-12",
@@ -161,14 +163,15 @@ export const checkInputSchema = (
   if ("properties" in schema && (schema.properties === null || typeof schema.properties !== "object")) {
     return fail(`"properties" must be an object`)
   }
-  const ajv = makeAjv(draft)
-  if (!ajv.validateSchema(schema)) {
-    return fail(ajv.errorsText(ajv.errors, { dataVar: "schema" }))
-  }
-  try {
-    ajv.compile(schema)
-  } catch (error) {
-    return fail(error instanceof Error ? error.message : String(error))
-  }
-  return Effect.succeed(schema)
+  return Effect.flatMap(makeAjv(draft), (ajv) => {
+    if (!ajv.validateSchema(schema)) {
+      return fail(ajv.errorsText(ajv.errors, { dataVar: "schema" }))
+    }
+    try {
+      ajv.compile(schema)
+    } catch (error) {
+      return fail(error instanceof Error ? error.message : String(error))
+    }
+    return Effect.succeed(schema)
+  })
 }

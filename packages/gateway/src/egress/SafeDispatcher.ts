@@ -23,6 +23,8 @@
  *   (idle) timeouts are undici's, applied to every request by an interceptor
  *   because `NodeHttpClient.makeUndici` overrides the agent's own.
  * - Agents are destroyed when the layer's scope closes.
+ * - undici (about 110 CommonJS modules) is loaded when the first agent is
+ *   made, at the first outbound request, not while the gateway starts.
  *
  * @since 0.1.0
  */
@@ -30,9 +32,13 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Context, Duration, Effect, Exit, Layer } from "effect"
 import type { HttpClient } from "effect/http"
 import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns"
-import { Agent, type Dispatcher } from "undici"
+import { createRequire } from "node:module"
+import type * as Undici from "undici"
+import type { Dispatcher } from "undici"
 import { type AllowList, EgressPolicy, normalizeHostName } from "./EgressPolicy.ts"
 import { type ResolvedAddress, Resolver } from "./Resolver.ts"
+
+const require = createRequire(import.meta.url)
 
 /** Pool and timeout settings shared by every agent. */
 export interface SafeDispatcherOptions {
@@ -125,6 +131,8 @@ const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
     dispatch({ ...opts, headersTimeout: timeouts.headers, bodyTimeout: timeouts.body }, handler)
 
   const create = (key: string, allow: AllowList, maxResponseBytes: number) => {
+    // synchronous and cached by Node after the first call
+    const { Agent } = require("undici") as typeof Undici
     const agent = new Agent({
       maxResponseSize: maxResponseBytes,
       connections: options.connectionsPerHost ?? 64,

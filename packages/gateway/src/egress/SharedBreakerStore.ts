@@ -20,7 +20,6 @@
  *
  * @since 0.1.0
  */
-import { NodeRedis } from "@effect/platform-node"
 import { Cause, Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { CircuitBreaker } from "effect/persistence"
 
@@ -53,17 +52,21 @@ export const layer = (
       )
       const scope = yield* Effect.scope
       let redis: CircuitBreaker.CircuitBreakerStore["Service"] | undefined
-      yield* Layer.buildWithScope(
-        CircuitBreaker.layerStoreRedis({ prefix: options.prefix ?? "janus:breaker:" }).pipe(
-          Layer.provide(NodeRedis.layer({
-            url: options.url,
-            // fail at once while disconnected instead of queueing: memory decides meanwhile
-            disableOfflineQueue: true,
-            socket: { connectTimeout: 1_000, reconnectStrategy }
-          }))
+      // loaded only when Redis is configured: the redis client is hundreds of modules to load at start-up
+      yield* Effect.promise(() => import("@effect/platform-node/NodeRedis")).pipe(
+        Effect.flatMap((NodeRedis) =>
+          Layer.buildWithScope(
+            CircuitBreaker.layerStoreRedis({ prefix: options.prefix ?? "janus:breaker:" }).pipe(
+              Layer.provide(NodeRedis.layer({
+                url: options.url,
+                // fail at once while disconnected instead of queueing: memory decides meanwhile
+                disableOfflineQueue: true,
+                socket: { connectTimeout: 1_000, reconnectStrategy }
+              }))
+            ),
+            scope
+          )
         ),
-        scope
-      ).pipe(
         Effect.tap((context) =>
           Effect.sync(() => {
             redis = Context.get(context, CircuitBreaker.CircuitBreakerStore)

@@ -20,7 +20,9 @@
  *
  * @since 0.1.0
  */
-import { McpSchema, McpServer } from "effect/ai"
+// deep imports: the `effect/ai` index also loads the language-model modules (about 30 more at start-up)
+import * as McpSchema from "effect/ai/McpSchema"
+import * as McpServer from "effect/ai/McpServer"
 
 /** The current, stateless revision. */
 export const STATELESS_VERSION = "2026-07-28" as const

@@ -26,9 +26,10 @@
  */
 import { Clock, Context, Duration, Effect, Layer, Schema, Semaphore } from "effect"
 import { HttpClient } from "effect/http"
-import { createLocalJWKSet, type JWK, type JWTVerifyGetKey } from "jose"
+import type { JWK, JWTVerifyGetKey } from "jose"
 import { discover } from "./AuthorizationServerMetadata.ts"
 import { fetchJson } from "./internal/fetchJson.ts"
+import { jose } from "./internal/jose.ts"
 import { JwksUnavailable } from "./OAuthErrors.ts"
 import { type AuthorizationServer, OAuthConfig } from "./OAuthOptions.ts"
 
@@ -141,7 +142,7 @@ export class JwksCache extends Context.Service<JwksCache, {
           const usable = document.keys.filter(isPublicSigningKey)
           if (usable.length === 0) return yield* Effect.fail(`${uri} holds no public signing key`)
           const keySet = yield* Effect.try({
-            try: () => createLocalJWKSet({ keys: usable as unknown as Array<JWK> }),
+            try: () => jose().createLocalJWKSet({ keys: usable as unknown as Array<JWK> }),
             catch: () => `${uri} is not a valid JWK Set`
           })
           const kids = new Set(usable.flatMap((jwk) => typeof jwk.kid === "string" ? [jwk.kid] : []))

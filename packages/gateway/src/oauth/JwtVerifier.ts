@@ -32,8 +32,9 @@
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
 import type { Headers } from "effect/http"
-import { decodeJwt, decodeProtectedHeader, type JWTPayload, jwtVerify, type JWTVerifyOptions } from "jose"
+import type { JWTPayload, JWTVerifyOptions } from "jose"
 import * as BearerToken from "./BearerToken.ts"
+import { jose } from "./internal/jose.ts"
 import { JwksCache, type JwksSnapshot } from "./JwksCache.ts"
 import { type AuthenticationError, InsufficientScope, InvalidToken, type JwksUnavailable } from "./OAuthErrors.ts"
 import { canonicalResource, OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
@@ -73,6 +74,7 @@ const decodeUnverified = (token: string, settings: OAuthSettings) => {
     return Result.fail(invalid("too_large", "The token is longer than this server accepts"))
   }
   if (!BearerToken.looksLikeJwt(token)) return Result.fail(invalid("malformed", "The token is not a signed JWT"))
+  const { decodeJwt, decodeProtectedHeader } = jose()
   let header: ReturnType<typeof decodeProtectedHeader>
   let payload: JWTPayload
   try {
@@ -177,7 +179,7 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
       const skewSeconds = Math.floor(Duration.toSeconds(settings.clockSkew))
 
       const verifyWith = (token: string, snapshot: JwksSnapshot, options: JWTVerifyOptions) =>
-        Effect.tryPromise({ try: () => jwtVerify(token, snapshot.keySet, options), catch: (error) => error })
+        Effect.tryPromise({ try: () => jose().jwtVerify(token, snapshot.keySet, options), catch: (error) => error })
 
       const verify = Effect.fnUntraced(function*(token: string, requirement?: TokenRequirement) {
         const decoded = decodeUnverified(token, settings)

@@ -7,6 +7,7 @@
  * - OpenAPI 3.0.x and 3.1.x only (Swagger 2.0 is refused with a hint).
  * - Text is at most `MAX_DOCUMENT_BYTES` (20 MiB); YAML aliases are capped by
  *   the `yaml` parser's `maxAliasCount` (100), which stops "billion laughs".
+ * - The YAML parser and the `$ref` resolver are loaded on first use.
  * - `$ref`s are resolved by `@apidevtools/json-schema-ref-parser` with every
  *   external resolver off (no file system, no HTTP: a document cannot make
  *   the gateway read a file or reach a host), a depth bound and a time bound.
@@ -18,9 +19,12 @@
  *
  * @since 0.1.0
  */
-import $RefParser from "@apidevtools/json-schema-ref-parser"
 import { Effect, Schema } from "effect"
-import { parse as parseYaml } from "yaml"
+
+// Loaded on the first import of a document, not at start-up: the two parsers are about 100 modules.
+// (`import()` of a module already loaded answers from Node's module map.)
+const yaml = Effect.promise(() => import("yaml"))
+const refParser = Effect.promise(() => import("@apidevtools/json-schema-ref-parser"))
 
 export const MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 export const MAX_SCHEMA_DEPTH = 24
@@ -44,23 +48,24 @@ const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 
 /** Parses JSON (when it starts with `{`) or YAML. */
 export const parseText = (text: string): Effect.Effect<unknown, OpenApiError> =>
-  Effect.try({
-    try: () => {
-      if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) {
-        throw new Error(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`)
-      }
-      const trimmed = text.trimStart()
-      return trimmed.startsWith("{")
-        ? JSON.parse(trimmed)
-        : parseYaml(text, { maxAliasCount: 100, prettyErrors: false, uniqueKeys: false })
-    },
-    catch: (error) =>
-      new OpenApiError({
-        message: `the document is neither valid JSON nor valid YAML: ${
-          (error instanceof Error ? error.message : String(error)).slice(0, 300)
-        }`
-      })
-  })
+  Effect.flatMap(yaml, (Yaml) =>
+    Effect.try({
+      try: () => {
+        if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) {
+          throw new Error(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`)
+        }
+        const trimmed = text.trimStart()
+        return trimmed.startsWith("{")
+          ? JSON.parse(trimmed)
+          : Yaml.parse(text, { maxAliasCount: 100, prettyErrors: false, uniqueKeys: false })
+      },
+      catch: (error) =>
+        new OpenApiError({
+          message: `the document is neither valid JSON nor valid YAML: ${
+            (error instanceof Error ? error.message : String(error)).slice(0, 300)
+          }`
+        })
+    }))
 
 /** Checks the version and resolves internal `$ref`s. */
 export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiError> =>
@@ -79,6 +84,7 @@ export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiErro
       })
     }
     if (!isObject(value.paths)) return yield* new OpenApiError({ message: "the document has no \"paths\" object" })
+    const $RefParser = (yield* refParser).default
     const document = yield* Effect.tryPromise({
       try: () =>
         $RefParser.dereference(structuredClone(value), {

@@ -1,0 +1,230 @@
+/**
+ * PGlite in a `node:worker_threads` Worker, behind the small surface the
+ * adapter in `PgliteClient` uses: `query`, `listen`, `close`.
+ *
+ * **Why**: PGlite is WASM Postgres and runs synchronously on the thread that
+ * owns it; on the main event loop every audit/event-log flush and every query
+ * stalls request handling (issue #6: stalls of 100-158 ms). In a worker the
+ * statements run on another thread and the main loop only waits on messages.
+ *
+ * **Why by hand**: PGlite's own `./worker` export targets browser Web Workers
+ * (`navigator.locks`, `postMessage` on `self`, tab leader election); it does
+ * not run on Node's `worker_threads`.
+ *
+ * **Rules**
+ *
+ * - The worker executes requests in the order they arrive; callers keep their
+ *   own serialization (the adapter's semaphore), this module adds none.
+ * - Every request carries an id; its answer settles exactly that pending
+ *   promise.
+ * - A failed statement is rejected with an `Error` carrying the Postgres
+ *   fields (`code`, `detail`, `constraint`, ...), so SQLSTATE classification
+ *   works as in-thread. Statement text and parameters are not carried back.
+ * - Notifications are forwarded to the listener that asked for them.
+ * - `close` closes the database in the worker, then ends the worker. If the
+ *   worker crashes or exits, every pending request fails with an error saying
+ *   so, and later requests fail at once.
+ * - The worker holds the process open only while it starts and while
+ *   requests are pending.
+ * - The worker uses the main thread's module compile cache when that is on.
+ * - `prestart(dataDir)` boots a worker ahead of time (a process' entry calls
+ *   it before loading the rest of its modules, so PGlite's WASM boot runs
+ *   alongside); the first `start` for the same resolved directory takes that
+ *   worker over, open failure included, and later ones start their own. A
+ *   worker nobody takes over stays open, unreferenced, until the process
+ *   exits.
+ *
+ * @since 0.1.0
+ */
+import type { Results } from "@electric-sql/pglite"
+import * as Module from "node:module"
+import * as Path from "node:path"
+import { Worker } from "node:worker_threads"
+
+/** What `PgliteClient` needs from a database: met by `PGlite` itself and by `start`. */
+export interface PgliteHandle {
+  query<T>(
+    sql: string,
+    params?: Array<unknown>,
+    options?: { readonly rowMode?: "array" | "object" }
+  ): Promise<Results<T>>
+  listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>>
+  close(): Promise<void>
+  readonly closed: boolean
+}
+
+/** Requests from the main thread; each carries `id`, answered by a `Reply` with the same id. */
+export type Request =
+  | {
+    readonly _tag: "query"
+    readonly id: number
+    readonly sql: string
+    readonly params: Array<unknown>
+    readonly rowMode: "array" | "object" | undefined
+  }
+  | { readonly _tag: "listen"; readonly id: number; readonly channel: string }
+  | { readonly _tag: "unlisten"; readonly id: number; readonly listener: number }
+  | { readonly _tag: "close"; readonly id: number }
+
+/** The Postgres fields of a failed statement that travel back (statement and parameters stay in the worker). */
+export interface ErrorFields {
+  readonly message: string
+  readonly [field: string]: string | undefined
+}
+
+export type Reply =
+  | { readonly _tag: "ready" }
+  | { readonly _tag: "openFailed"; readonly error: ErrorFields }
+  | { readonly _tag: "ok"; readonly id: number; readonly value: unknown }
+  | { readonly _tag: "failed"; readonly id: number; readonly error: ErrorFields }
+  | { readonly _tag: "notify"; readonly listener: number; readonly payload: string }
+
+export const errorFieldNames = [
+  "severity",
+  "code",
+  "detail",
+  "hint",
+  "position",
+  "where",
+  "schema",
+  "table",
+  "column",
+  "dataType",
+  "constraint",
+  "routine"
+] as const
+
+const toError = (fields: ErrorFields): Error => Object.assign(new Error(fields.message), fields)
+
+interface Pending {
+  readonly resolve: (value: any) => void
+  readonly reject: (error: Error) => void
+}
+
+const prestarted = new Map<string, Promise<PgliteHandle>>()
+
+/**
+ * Starts a worker on `dataDir` now, for the first `start` on that directory to take over (and returns what
+ * that `start` will); a second `prestart` of a directory not yet taken over returns the first one's.
+ */
+export const prestart = (dataDir: string): Promise<PgliteHandle> => {
+  const key = Path.resolve(dataDir)
+  const existing = prestarted.get(key)
+  if (existing !== undefined) return existing
+  const handle = spawn({ dataDir })
+  // not unhandled while nobody has taken it over yet: the `start` that does sees the failure
+  handle.catch(() => undefined)
+  prestarted.set(key, handle)
+  return handle
+}
+
+/** Starts the worker and opens PGlite in it (in memory when `dataDir` is omitted), or takes over a `prestart`ed one. */
+export const start = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> => {
+  if (options.dataDir !== undefined) {
+    const key = Path.resolve(options.dataDir)
+    const early = prestarted.get(key)
+    if (early !== undefined) {
+      prestarted.delete(key)
+      return early
+    }
+  }
+  return spawn(options)
+}
+
+const spawn = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> =>
+  new Promise((resolveStart, rejectStart) => {
+    const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
+      workerData: { dataDir: options.dataDir, compileCacheDir: Module.getCompileCacheDir() },
+      name: "janus-pglite"
+    })
+    const pending = new Map<number, Pending>()
+    const listeners = new Map<number, (payload: string) => void>()
+    let nextId = 0
+    let opened = false
+    let closed = false
+    let closing = false
+    let failure: Error | undefined
+
+    const settleAll = (error: Error) => {
+      failure ??= error
+      closed = true
+      for (const request of pending.values()) request.reject(error)
+      pending.clear()
+      listeners.clear()
+      if (!opened) rejectStart(error)
+    }
+
+    worker.on("message", (reply: Reply) => {
+      switch (reply._tag) {
+        case "ready":
+          opened = true
+          worker.unref()
+          resolveStart(handle)
+          return
+        case "openFailed":
+          settleAll(toError(reply.error))
+          void worker.terminate()
+          return
+        case "notify":
+          listeners.get(reply.listener)?.(reply.payload)
+          return
+        case "ok":
+        case "failed": {
+          const request = pending.get(reply.id)
+          if (request === undefined) return
+          pending.delete(reply.id)
+          if (pending.size === 0) worker.unref()
+          if (reply._tag === "ok") request.resolve(reply.value)
+          else request.reject(toError(reply.error))
+        }
+      }
+    })
+    worker.on("error", (error) => settleAll(new Error(`PGlite worker crashed: ${error.message}`, { cause: error })))
+    worker.on("exit", (code) =>
+      settleAll(
+        new Error(closing ? "PGlite worker is closed" : `PGlite worker exited unexpectedly with code ${code}`)
+      ))
+
+    const send = <A>(request: (id: number) => Request): Promise<A> => {
+      if (failure !== undefined) return Promise.reject(failure)
+      if (closed) return Promise.reject(new Error("PGlite worker is closed"))
+      const id = nextId++
+      return new Promise<A>((resolve, reject) => {
+        if (pending.size === 0) worker.ref()
+        pending.set(id, { resolve, reject })
+        worker.postMessage(request(id))
+      })
+    }
+
+    const handle: PgliteHandle = {
+      get closed() {
+        return closed
+      },
+      query: (sql, params = [], queryOptions) =>
+        send((id) => ({ _tag: "query", id, sql, params, rowMode: queryOptions?.rowMode })),
+      listen: async (channel, callback) => {
+        const listener = nextId
+        listeners.set(listener, callback)
+        try {
+          await send((id) => ({ _tag: "listen", id, channel }))
+        } catch (error) {
+          listeners.delete(listener)
+          throw error
+        }
+        return async () => {
+          if (!listeners.delete(listener) || closed) return
+          await send((id) => ({ _tag: "unlisten", id, listener }))
+        }
+      },
+      close: async () => {
+        if (closed) return
+        closing = true
+        try {
+          await send((id) => ({ _tag: "close", id }))
+        } finally {
+          closed = true
+          await worker.terminate()
+        }
+      }
+    }
+  })
