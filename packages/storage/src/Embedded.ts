@@ -12,6 +12,8 @@
  *   signals and the event log go through PGlite's LISTEN/NOTIFY, so the code
  *   paths are the same, with one process listening.
  * - One process owns a data directory: PGlite is not safe to open twice.
+ *   `DataDirLock` enforces it (`<dataDir>.lock`; a second open fails with the
+ *   owner's process id).
  * - PGlite runs in a worker thread unless `thread: "main"` is asked for, so
  *   statements do not stall request handling.
  *

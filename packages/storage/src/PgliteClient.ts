@@ -51,6 +51,7 @@ import {
   UnknownError
 } from "effect/sql/SqlError"
 import * as Fs from "node:fs/promises"
+import * as DataDirLock from "./DataDirLock.ts"
 import { Notifications } from "./Notifications.ts"
 import * as PgliteWorker from "./PgliteWorker.ts"
 
@@ -160,11 +161,31 @@ const commit = (conn: Connection): Effect.Effect<void, SqlError> =>
   )
 
 const openInThread = async (options: PgliteOptions): Promise<PgliteWorker.PgliteHandle> => {
-  // PGlite creates only the last path segment; the folders above it may not exist yet.
-  if (options.dataDir !== undefined) await Fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 })
-  const db = options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir)
-  await db.waitReady
-  return db
+  const dataDir = options.dataDir
+  if (dataDir === undefined) {
+    const db = new PGlite()
+    await db.waitReady
+    return db
+  }
+  // one process per data directory (as the worker does), held until close
+  const release = DataDirLock.acquire(dataDir)
+  try {
+    // PGlite creates only the last path segment; the folders above it may not exist yet.
+    await Fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
+    const db = new PGlite(dataDir)
+    await db.waitReady
+    return {
+      query: (sql, params, queryOptions) => db.query(sql, params, queryOptions),
+      listen: (channel, callback) => db.listen(channel, callback),
+      get closed() {
+        return db.closed
+      },
+      close: () => db.close().finally(release)
+    }
+  } catch (error) {
+    release()
+    throw error
+  }
 }
 
 const open = (options: PgliteOptions): Effect.Effect<PgliteWorker.PgliteHandle, SqlError, Scope.Scope> =>

@@ -27,6 +27,10 @@
  * - The worker holds the process open only while it starts and while
  *   requests are pending.
  * - The worker uses the main thread's module compile cache when that is on.
+ * - A worker on a data directory holds its `DataDirLock` from spawn until the
+ *   database is closed or the worker is gone: a directory in use by another
+ *   process (or already open in this one) fails the start with
+ *   `DataDirInUse`.
  * - `prestart(dataDir)` boots a worker ahead of time (a process' entry calls
  *   it before loading the rest of its modules, so PGlite's WASM boot runs
  *   alongside); the first `start` for the same resolved directory takes that
@@ -40,6 +44,7 @@ import type { Results } from "@electric-sql/pglite"
 import * as Module from "node:module"
 import * as Path from "node:path"
 import { Worker } from "node:worker_threads"
+import * as DataDirLock from "./DataDirLock.ts"
 
 /** What `PgliteClient` needs from a database: met by `PGlite` itself and by `start`. */
 export interface PgliteHandle {
@@ -133,6 +138,10 @@ export const start = (options: { readonly dataDir?: string | undefined }): Promi
 
 const spawn = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> =>
   new Promise((resolveStart, rejectStart) => {
+    const dataDir = options.dataDir
+    // one process per data directory: held from here until the database is closed or the worker is gone
+    // (throwing here rejects the start with `DataDirInUse`)
+    const release = dataDir === undefined ? () => {} : DataDirLock.acquire(dataDir)
     const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
       workerData: { dataDir: options.dataDir, compileCacheDir: Module.getCompileCacheDir() },
       name: "janus-pglite"
@@ -148,6 +157,7 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
     const settleAll = (error: Error) => {
       failure ??= error
       closed = true
+      release()
       for (const request of pending.values()) request.reject(error)
       pending.clear()
       listeners.clear()
@@ -224,6 +234,7 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
         } finally {
           closed = true
           await worker.terminate()
+          release()
         }
       }
     }

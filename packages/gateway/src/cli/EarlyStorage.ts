@@ -34,5 +34,6 @@ export const dataDirToPrestart = (
 /** Starts the PGlite worker for `janus serve` when `dataDirToPrestart` allows it. */
 export const prestart = (args: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>>): void => {
   const dataDir = dataDirToPrestart(args, env)
-  if (dataDir !== undefined) PgliteWorker.prestart(dataDir)
+  // a failure (the directory in use by another process, an open error) is the regular open's to report
+  if (dataDir !== undefined) PgliteWorker.prestart(dataDir).catch(() => undefined)
 }
