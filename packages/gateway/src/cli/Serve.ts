@@ -38,6 +38,15 @@ const announce = Effect.gen(function*() {
   }
 })
 
+/** A start failure in words: its message, else its cause's (e.g. the server's `listen EADDRINUSE`), else its tag. */
+const describeStartError = (error: { readonly message: string; readonly cause?: unknown }): string => {
+  if (error.message.trim() !== "") return error.message
+  const cause = error.cause as { readonly message?: unknown; readonly cause?: unknown } | undefined
+  if (typeof cause?.message === "string" && cause.message !== "") return cause.message
+  const tag = (error as { readonly _tag?: unknown })._tag
+  return typeof tag === "string" ? tag : String(error)
+}
+
 export const serve: Command.Command<
   "serve",
   {},
@@ -50,6 +59,17 @@ export const serve: Command.Command<
   () =>
     Layer.launch(Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer))).pipe(
       // OTLP traces, metrics and logs when OTEL_EXPORTER_OTLP_ENDPOINT is set
-      Effect.provide(Otlp.layerFromEnv(Gateway.VERSION))
+      Effect.provide(Otlp.layerFromEnv(Gateway.VERSION)),
+      // A start that fails (the database in use or unreachable, the port taken, a bad key) is said in one
+      // line with what to check, not as a stack; the cause goes to the log at debug level.
+      Effect.tapCause((cause) => Effect.logDebug("janus serve could not start", cause)),
+      Effect.catch((error) =>
+        Console.error(`Error: janus serve could not start: ${describeStartError(error)}`).pipe(
+          Effect.andThen(Console.error("  Fix: see the message above; `janus doctor` checks the configuration")),
+          Effect.andThen(Effect.sync(() => {
+            process.exitCode = 1
+          }))
+        )
+      )
     )
 ).pipe(Command.withDescription("Run the gateway until SIGINT or SIGTERM"))

@@ -9,10 +9,13 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { dataDirToPrestart } from "../../src/cli/EarlyStorage.ts"
-import { BIN, freePort, tempHome } from "./run.ts"
+import { BIN, freePort, janus, tempHome } from "./run.ts"
 
 /** Starts `janus serve`, asks /readyz every few ms until 200 (each answer within 5 s), then stops it. */
-const serveUntilReady = async (home: string): Promise<{ readonly stdout: string; readonly statuses: Set<number> }> => {
+const serveUntilReady = async (
+  home: string,
+  during: () => Promise<void> = async () => {}
+): Promise<{ readonly stdout: string; readonly statuses: Set<number> }> => {
   const port = await freePort()
   const child = spawn(process.execPath, [BIN, "serve"], {
     env: {
@@ -47,6 +50,7 @@ const serveUntilReady = async (home: string): Promise<{ readonly stdout: string;
       if (status === 200) break
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
+    await during()
   } finally {
     child.kill("SIGTERM")
     await exited
@@ -72,6 +76,24 @@ describe("janus serve restart", () => {
       Fs.rmSync(home, { recursive: true, force: true })
     }
   })
+
+  it("a second janus serve on the same home (another port) is refused in one line naming the owner", async () => {
+    const home = tempHome()
+    try {
+      await serveUntilReady(home, async () => {
+        const second = await janus(["serve"], { JANUS_HOME: home, JANUS_PORT: String(await freePort()) })
+        assert.strictEqual(second.code, 1, second.stdout)
+        assert.match(
+          second.stderr,
+          /^Error: janus serve could not start: the embedded database \S+ is in use by process \d+ since /
+        )
+        assert.notMatch(second.stderr, /\n\s+at /, "no stack trace")
+        assert.notMatch(second.stdout, /Admin token/)
+      })
+    } finally {
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
 
   it("a restart with the early worker answers every request and becomes ready on the same data", async () => {
     const home = tempHome()
