@@ -1,6 +1,7 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
+import type { McpSessionRecord } from "../src/index.ts"
 
 /** A name no other test uses. */
 export const unique = (prefix: string): string => `${prefix}-${randomBytes(4).toString("hex")}`
@@ -51,5 +52,21 @@ export const endpointInput = (connectionId: string, name: string, extra: Record<
     properties: { id: { type: "string" }, verbose: { type: "boolean" } },
     required: ["id"]
   },
+  ...extra
+})
+
+export const HOUR = 3_600_000
+
+/** A 2025-11-25 session record created at `now`, expiring an hour later. */
+export const session = (id: string, now: number, extra: Partial<McpSessionRecord> = {}): McpSessionRecord => ({
+  id,
+  ownerId: "token:alice",
+  protocolVersion: "2025-11-25",
+  clientInfo: { name: "inspector", version: "1.2.3" },
+  clientCapabilities: { sampling: {}, elicitation: { url: {} } },
+  createdAt: new Date(now),
+  lastSeenAt: new Date(now),
+  expiresAt: new Date(now + HOUR),
+  logLevel: null,
   ...extra
 })

@@ -6,9 +6,9 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Option } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { TestClock } from "effect/testing"
-import { type McpSessionRecord, McpSessions } from "../src/index.ts"
+import { McpSessions } from "../src/index.ts"
 import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { eventually, unique } from "./helpers.ts"
+import { eventually, HOUR, session, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
@@ -18,21 +18,6 @@ const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services,
   { name: "pglite (memory)", layer: () => layerMemory(), run: true },
   { name: "postgres", layer: () => layerPostgres(), run: postgres }
 ]
-
-const HOUR = 3_600_000
-
-const session = (id: string, now: number, extra: Partial<McpSessionRecord> = {}): McpSessionRecord => ({
-  id,
-  ownerId: "token:alice",
-  protocolVersion: "2025-11-25",
-  clientInfo: { name: "inspector", version: "1.2.3" },
-  clientCapabilities: { sampling: {}, elicitation: { url: {} } },
-  createdAt: new Date(now),
-  lastSeenAt: new Date(now),
-  expiresAt: new Date(now + HOUR),
-  logLevel: null,
-  ...extra
-})
 
 const count = (table: string, sessionId: string) =>
   Effect.gen(function*() {

@@ -19,7 +19,7 @@ import {
   TokenCache
 } from "../src/index.ts"
 import { layerPostgresOn, layerTestDatabase, requirePostgres } from "../src/testing.ts"
-import { eventually, restInput, unique } from "./helpers.ts"
+import { eventually, restInput, session, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
@@ -154,18 +154,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
 
         const id = unique("s")
         const now = Date.now()
-        yield* a(McpSessions.use((s) =>
-          s.create({
-            id,
-            ownerId: "o",
-            protocolVersion: "2025-11-25",
-            clientInfo: null,
-            clientCapabilities: {},
-            createdAt: new Date(now),
-            lastSeenAt: new Date(now),
-            expiresAt: new Date(now + 60_000)
-          })
-        ))
+        yield* a(McpSessions.use((s) => s.create(session(id, now))))
         yield* b(McpSessions.use((s) => s.openStream(id, "x", { maxStreams: 4 })))
         const watch = yield* a(McpSessions.use((s) => s.watch(id, "x")))
         yield* Effect.sleep("300 millis")
@@ -187,18 +176,7 @@ describe.skipIf(!postgres)("postgres replicas", () => {
         const b = yield* replica
         const id = unique("s")
         const now = Date.now()
-        yield* a(McpSessions.use((s) =>
-          s.create({
-            id,
-            ownerId: "o",
-            protocolVersion: "2025-11-25",
-            clientInfo: null,
-            clientCapabilities: {},
-            createdAt: new Date(now),
-            lastSeenAt: new Date(now),
-            expiresAt: new Date(now + 60_000)
-          })
-        ))
+        yield* a(McpSessions.use((s) => s.create(session(id, now))))
         // B serves the session from its cache: a change behind the stores' backs (no notification) stays unseen.
         let n = 0
         yield* eventually(
