@@ -20,16 +20,7 @@ export interface Ran {
   readonly stderr: string
 }
 
-/** A port nothing listens on (so the embedded-mode guard finds no server). */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "../support/Ports.ts"
 
 export const tempHome = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-cli-"))
 

@@ -19,16 +19,9 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 
-/** A free loopback port (nothing listens on it right now). */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
+import { freePort } from "../../../test/support/Ports.ts"
+
+export { freePort }
 
 /** Resolves once something accepts TCP connections on the port, or rejects after `timeoutMs`. */
 export const waitForPort = async (port: number, timeoutMs: number): Promise<void> => {
