@@ -24,8 +24,12 @@ import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, Undeclar
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
+/** Fields whose value is not echoed even when wrong (a credential pasted where its name belongs). */
+const sensitiveField = /secret|token|password|credential|key/i
+
 /** The value at `path` in `input`, shown in an error: JSON, at most 100 characters. */
 const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
+  if (path.some((key) => sensitiveField.test(String(key)))) return undefined
   let current = input
   for (const key of path) {
     if (typeof current !== "object" || current === null || !Object.hasOwn(current, key)) return undefined
@@ -38,9 +42,10 @@ const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | 
 
 /**
  * Decodes `input` with `schema`, failing with `InvalidInput` for the first
- * issue: the field, the value given there (no input decoded here holds a
- * secret value: credentials are referenced by secret name) and what was
- * expected.
+ * issue: the field, the value given there and what was expected. Inputs
+ * reference credentials by secret name, but a value pasted into such a field
+ * by mistake may be the credential itself: fields named like one
+ * (`sensitiveField`) are never echoed.
  */
 export const decodeInput = <A>(entity: string, schema: Schema.Decoder<A>) => {
   const decode = Schema.decodeUnknownEffect(schema, { errors: "first" })

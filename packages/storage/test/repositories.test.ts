@@ -205,6 +205,15 @@ for (const backend of backends) {
 
           const badName = yield* expectFailure(connections.create(restInput("has space")), "InvalidInput")
           assert.strictEqual(badName.field, "name")
+          // the value given is named...
+          assert.include(badName.message, "(got \"has space\")")
+          // ...unless the field holds a credential's name: what was pasted there may be the credential
+          const pasted = yield* expectFailure(
+            connections.create(restInput(unique("api"), { auth: { scheme: "bearer", secret: "sk live 12345" } })),
+            "InvalidInput"
+          )
+          assert.strictEqual(pasted.field, "auth.secret")
+          assert.notInclude(pasted.message, "sk live")
           const missing = yield* expectFailure(
             connections.create({ kind: "rest", name: unique("api") } as any),
             "InvalidInput"
