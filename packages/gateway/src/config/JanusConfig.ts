@@ -108,7 +108,12 @@ export const VARIABLES = {
   ),
   OAUTH_TOOL_SCOPES: variable(Settings.list, ["mcp:tools"], "Scopes an access token needs for /mcp"),
   OAUTH_ADMIN_SCOPES: variable(Settings.list, ["janus:admin"], "Scopes an access token needs for /api/v1"),
-  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses")
+  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses"),
+  JANUS_STDIO_COMMANDS: variable(
+    Settings.list,
+    [],
+    "Programs stdio upstream MCP servers may run: names on PATH or absolute paths, * within a path segment (comma-separated); empty allows none"
+  )
 } as const
 
 type Variables = typeof VARIABLES

@@ -21,8 +21,9 @@ export type UpstreamState = "connecting" | "healthy" | "unhealthy"
 export interface UpstreamStatus {
   readonly connectionId: string
   readonly connection: string
-  readonly url: string
-  readonly transport: "streamable-http" | "sse"
+  /** The upstream's URL; null for stdio. */
+  readonly url: string | null
+  readonly transport: "streamable-http" | "sse" | "stdio"
   readonly state: UpstreamState
   /** The negotiated protocol revision while connected. */
   readonly protocolVersion: string | undefined

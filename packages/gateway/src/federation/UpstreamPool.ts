@@ -203,8 +203,9 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
       const target: UpstreamClient.UpstreamTarget = {
         id: u.connection.id,
         name,
-        url: u.connection.url,
+        url: u.connection.url ?? "",
         transport: u.connection.transport,
+        command: u.connection.stdio ?? undefined,
         allow,
         auth: overrides?.auth ?? u.connection.auth
       }
@@ -292,7 +293,16 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
   // --- configuration ------------------------------------------------------------
 
   const keyOf = (c: McpConnection) =>
-    JSON.stringify([c.version, c.url, c.transport, c.auth, c.egressAllowList, options.overrides?.(c) ?? null])
+    JSON.stringify([
+      c.version,
+      c.url,
+      c.transport,
+      c.stdio,
+      c.auth,
+      c.egressAllowList,
+      c.pollIntervalMs,
+      options.overrides?.(c) ?? null
+    ])
 
   const reconcile = Effect.gen(function*() {
     const snapshot = yield* configCache.snapshot

@@ -30,6 +30,7 @@
  *
  * @since 0.1.0
  */
+import type { StdioCommand } from "@janus/storage"
 import type { Duration, Effect, Stream } from "effect"
 import type { AllowList } from "../../egress/EgressPolicy.ts"
 import type { RelayHooks } from "../../mcp/Relay.ts"
@@ -56,6 +57,8 @@ export interface UpstreamTarget {
   readonly transport: Transport
   /** The MCP endpoint (`streamable-http`) or the SSE endpoint (`sse`); unused for `stdio`. */
   readonly url: string
+  /** The program and its environment (`stdio`). */
+  readonly command?: StdioCommand | undefined
   readonly allow: AllowList
   readonly auth: UpstreamAuthConfig
 }
