@@ -27,6 +27,9 @@
  *
  * @since 0.1.0
  */
+import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import type { ChangeFeed, ConfigCache, SecretCache } from "@janus/storage"
 import { Context, Duration, Effect, Layer, Option, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
@@ -70,7 +73,9 @@ export class FederatedCatalog extends Context.Service<
   ): Layer.Layer<FederatedCatalog | UpstreamHealth, never, ConfigCache | ChangeFeed | SecretCache | EgressPolicy> =>
     Layer.effectContext(make(options)).pipe(
       Layer.provide(UpstreamAuth.layer),
-      Layer.provide(UpstreamHttp.layerSystem)
+      Layer.provide(UpstreamHttp.layerSystem),
+      // stdio upstreams: programs spawned through effect's process support
+      Layer.provide(NodeChildProcessSpawner.layer.pipe(Layer.provide([NodeFileSystem.layer, NodePath.layer])))
     )
 }
 

@@ -15,7 +15,9 @@
  * **Modules** (`upstream/`)
  * - `Session.ts`: the session interface every transport implements.
  * - `StreamableHttp.ts` (2026-07-28 stateless and 2025 sessions, negotiated
- *   with `server/discover` then `initialize`), `LegacySse.ts` (HTTP+SSE).
+ *   with `server/discover` then `initialize`), `LegacySse.ts` (HTTP+SSE),
+ *   `Stdio.ts` (a program's stdin/stdout; `StdioProcess.ts` spawns and stops
+ *   it under `stdio-supervisor.ts`).
  * - `ChangeChannel.ts`: `subscriptions/listen` and the 2025 GET stream.
  * - `Wire.ts`: JSON-RPC messages and their framings (JSON, SSE,
  *   newline-delimited JSON); `MessageRouter.ts`: which request a message
@@ -24,10 +26,13 @@
  *
  * @since 0.1.0
  */
+import type { SecretCache } from "@janus/storage"
 import type { Effect, Scope } from "effect"
+import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
 import type { UpstreamError } from "./Errors.ts"
 import * as LegacySse from "./upstream/LegacySse.ts"
 import type { ConnectOptions, UpstreamSession, UpstreamTarget } from "./upstream/Session.ts"
+import * as Stdio from "./upstream/Stdio.ts"
 import * as StreamableHttp from "./upstream/StreamableHttp.ts"
 import type { UpstreamAuth } from "./UpstreamAuth.ts"
 import type { UpstreamHttp } from "./UpstreamHttp.ts"
@@ -48,5 +53,13 @@ export { encodeHeaderValue, paramHeaders } from "./upstream/Wire.ts"
 export const connect = (
   target: UpstreamTarget,
   options: ConnectOptions
-): Effect.Effect<UpstreamSession, UpstreamError, UpstreamHttp | UpstreamAuth | Scope.Scope> =>
-  target.transport === "sse" ? LegacySse.connect(target, options) : StreamableHttp.connect(target, options)
+): Effect.Effect<
+  UpstreamSession,
+  UpstreamError,
+  UpstreamHttp | UpstreamAuth | SecretCache | ChildProcessSpawner | Scope.Scope
+> =>
+  target.transport === "stdio"
+    ? Stdio.connect(target, options)
+    : target.transport === "sse"
+    ? LegacySse.connect(target, options)
+    : StreamableHttp.connect(target, options)

@@ -7,7 +7,9 @@
  * - An upstream is `connecting` until its first session is up or has
  *   failed, then `healthy` while its session serves its requests
  *   (connecting, the lists, calls), `unhealthy` otherwise, with the last
- *   error, when it happened and when the next attempt is due.
+ *   error, when it happened and when the next attempt is due. Its change
+ *   channel is reported beside (`changeChannel`): a failed channel means its
+ *   lists are polled, never that it is unhealthy.
  * - The gauge `janus.upstream.healthy{connection}` is 1 while healthy, else
  *   0 (and 0 once a connection is removed).
  *
@@ -28,6 +30,17 @@ export interface UpstreamStatus {
   /** The negotiated protocol revision while connected. */
   readonly protocolVersion: string | undefined
   readonly toolCount: number
+  /**
+   * The change channel while connected: `open` (list changes are notified),
+   * `opening`, or `closed` (none offered, or failed: lists are polled every
+   * `pollIntervalMs`); it never decides `state`.
+   */
+  readonly changeChannel: "opening" | "open" | "closed" | undefined
+  /** Why the change channel is closed. */
+  readonly changeChannelDetail: string | undefined
+  readonly pollIntervalMs: number
+  /** The program's pid while a stdio upstream runs. */
+  readonly pid: number | undefined
   readonly lastError: string | undefined
   readonly lastErrorAt: Date | undefined
   /** When the state last changed. */

@@ -12,21 +12,26 @@
  *   unhealthy: its tools are hidden; it is retried with exponential backoff
  *   (`backoff`, jittered), and when it answers again its tools come back.
  *   Only transitions and new reasons are logged, not every retry.
- * - A healthy upstream is probed (`tools/list`) every `probeInterval`, at
- *   once when a call to it fails for transport reasons (`refresh`), and
- *   whenever its session reports a list change; a failed probe or a lost
- *   session makes it unhealthy.
+ * - A healthy upstream's tools are listed again whenever its session reports
+ *   a list change, at once when a call to it fails for transport reasons
+ *   (`refresh`), and on an interval: every `probeInterval` while its change
+ *   channel is open, every `pollIntervalMs` (the connection's) while it is
+ *   closed (failed, or none offered), and once when it opens again (changes
+ *   may have been missed), and at once when it breaks (the upstream may be
+ *   gone: a request tells). A failed list or a lost session makes the
+ *   upstream unhealthy; a failed change channel never does.
  * - `changed` runs whenever what clients may see changed: an upstream's
  *   tools (by content) while it is healthy, or whether its tools are visible.
  *
  * @since 0.1.0
  */
-import { ChangeFeed, ConfigCache, type McpConnection } from "@janus/storage"
+import { ChangeFeed, ConfigCache, type McpConnection, type SecretCache } from "@janus/storage"
 import {
   Deferred,
   Duration,
   Effect,
   Exit,
+  FiberHandle,
   FiberMap,
   Metric,
   Option,
@@ -37,6 +42,7 @@ import {
   type Scope,
   Stream
 } from "effect"
+import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
 import { UpstreamError } from "./Errors.ts"
 import { expose, type ExposedTool } from "./ToolNames.ts"
 import type { UpstreamAuth, UpstreamAuthConfig } from "./UpstreamAuth.ts"
@@ -81,6 +87,8 @@ export interface Upstream {
   lastErrorAt: Date | undefined
   nextAttemptAt: Date | undefined
   session: UpstreamClient.UpstreamSession | undefined
+  /** The session's change channel (list changes notified, or polled while closed). */
+  channel: UpstreamClient.ChannelState | undefined
   tools: ReadonlyArray<ExposedTool>
   fingerprint: string
   readonly settled: Deferred.Deferred<void>
@@ -100,7 +108,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
   const configCache = yield* ConfigCache
   const feed = yield* ChangeFeed
   const http = yield* UpstreamHttp
-  const context = yield* Effect.context<UpstreamHttp | UpstreamAuth>()
+  const context = yield* Effect.context<UpstreamHttp | UpstreamAuth | SecretCache | ChildProcessSpawner>()
 
   const listTimeout = Duration.fromInputUnsafe(options.listTimeout ?? "5 seconds")
   const firstListWait = Duration.fromInputUnsafe(options.firstListWait ?? "2 seconds")
@@ -123,6 +131,16 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
     state: u.state,
     protocolVersion: u.protocolVersion,
     toolCount: u.tools.length,
+    changeChannel: u.channel === undefined
+      ? undefined
+      : u.channel._tag === "Open"
+      ? "open"
+      : u.channel._tag === "Opening"
+      ? "opening"
+      : "closed",
+    changeChannelDetail: u.channel?._tag === "Closed" ? u.channel.reason : undefined,
+    pollIntervalMs: u.connection.pollIntervalMs,
+    pid: u.session?.pid?.(),
     lastError: u.lastError,
     lastErrorAt: u.lastErrorAt,
     since: u.since,
@@ -226,8 +244,15 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
             )
         })
       )
+      const channelEvents = yield* Queue.unbounded<UpstreamClient.ChannelState>()
       yield* session.events.pipe(
-        Stream.runForEach((event) => refreshes(event) ? Queue.offer(wanted, undefined) : Effect.void),
+        Stream.runForEach((event) =>
+          event._tag === "Channel"
+            ? Queue.offer(channelEvents, event.state)
+            : refreshes(event)
+            ? Queue.offer(wanted, undefined)
+            : Effect.void
+        ),
         Effect.forkScoped({ startImmediately: true })
       )
       yield* session.lost.pipe(Effect.catch((error) => Deferred.fail(lost, error)), Effect.forkScoped)
@@ -249,14 +274,35 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
         Effect.catch((error) => Deferred.fail(lost, error)),
         Effect.forkScoped
       )
-      yield* Queue.offer(wanted, undefined).pipe(
-        Effect.repeat(Schedule.spaced(probeInterval)),
-        Effect.delay(probeInterval),
-        Effect.forkScoped
-      )
+      // Probes while the change channel is open, polls while it is closed; the timer restarts only when the
+      // mode changes, so a channel failing again and again never delays a poll.
+      const timer = yield* FiberHandle.make<void, never>()
+      const every = (interval: Duration.Duration) =>
+        Queue.offer(wanted, undefined).pipe(Effect.repeat(Schedule.spaced(interval)), Effect.delay(interval))
+      const pollInterval = Duration.millis(u.connection.pollIntervalMs)
+      const onChannel = (state: UpstreamClient.ChannelState) =>
+        Effect.gen(function*() {
+          const previous = u.channel
+          u.channel = state
+          const polling = state._tag === "Closed"
+          const wasPolling = previous?._tag === "Closed"
+          if (previous === undefined || polling !== wasPolling) {
+            yield* FiberHandle.run(timer, every(polling ? pollInterval : probeInterval))
+          }
+          // Opened again: changes may have been missed. Broken: the upstream may be gone, and only a request
+          // can tell (a channel never decides health), so the lists are fetched at once either way.
+          if ((state._tag === "Open" && wasPolling) || (polling && previous?._tag === "Open")) {
+            yield* Queue.offer(wanted, undefined)
+          }
+          const detail = (c: UpstreamClient.ChannelState | undefined) => c?._tag === "Closed" ? c.reason : c?._tag
+          if (detail(previous) !== detail(state)) yield* PubSub.publish(statusChanges, undefined)
+        })
+      yield* onChannel(session.channel)
+      yield* Queue.take(channelEvents).pipe(Effect.flatMap(onChannel), Effect.forever, Effect.forkScoped)
       return yield* Deferred.await(lost)
     })).pipe(Effect.ensuring(Effect.sync(() => {
       u.session = undefined
+      u.channel = undefined
       u.refresh = () => Effect.void
     })))
 
@@ -332,6 +378,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
         lastErrorAt: undefined,
         nextAttemptAt: undefined,
         session: undefined,
+        channel: undefined,
         tools: [],
         fingerprint: "[]",
         settled: yield* Deferred.make<void>(),
@@ -380,4 +427,8 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
 }) as (
   options: FederationOptions,
   changed: Effect.Effect<void>
-) => Effect.Effect<UpstreamPool, never, ConfigCache | ChangeFeed | UpstreamHttp | UpstreamAuth | Scope.Scope>
+) => Effect.Effect<
+  UpstreamPool,
+  never,
+  ConfigCache | ChangeFeed | UpstreamHttp | UpstreamAuth | SecretCache | ChildProcessSpawner | Scope.Scope
+>

@@ -18,7 +18,8 @@
  *   flight fails and the session is lost. Cancelling a request POSTs
  *   `notifications/cancelled`.
  * - Its notifications (list-changed included) arrive on that stream, so the
- *   change channel is open as long as the session lives.
+ *   change channel is open as long as the session lives (if the upstream
+ *   announces list changes at all; else lists are polled).
  *
  * @since 0.1.0
  */
@@ -26,6 +27,7 @@ import { Deferred, Effect, PubSub, type Scope, Stream } from "effect"
 import { unavailable, UpstreamError } from "../Errors.ts"
 import type { UpstreamAuth } from "../UpstreamAuth.ts"
 import type { UpstreamHttp } from "../UpstreamHttp.ts"
+import { listenFilter } from "./ChangeChannel.ts"
 import * as Handshake from "./Handshake.ts"
 import * as HttpExchange from "./HttpExchange.ts"
 import * as MessageRouter from "./MessageRouter.ts"
@@ -140,7 +142,9 @@ export const connect = (
       request,
       notify,
       events: Stream.fromPubSub(events),
-      channel: { _tag: "Open" },
+      channel: Object.keys(listenFilter(negotiated.capabilities)).length > 0
+        ? { _tag: "Open" }
+        : { _tag: "Closed", reason: "the upstream announces no list changes" },
       lost: Deferred.await(lost)
     } satisfies UpstreamSession
   })

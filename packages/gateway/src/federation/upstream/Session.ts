@@ -87,6 +87,8 @@ export interface RequestOptions {
 
 /** The state of the session's change channel (`subscriptions/listen`, the 2025 GET stream, the session stream). */
 export type ChannelState =
+  /** Being opened for the first time. */
+  | { readonly _tag: "Opening" }
   /** Open: the upstream's list-changed notifications arrive on it. */
   | { readonly _tag: "Open" }
   /** None or failed: lists must be re-fetched on an interval to see changes. */
@@ -114,6 +116,8 @@ export interface UpstreamSession {
   readonly channel: ChannelState
   /** Fails when the session can no longer serve. */
   readonly lost: Effect.Effect<never, UpstreamError>
+  /** The program's pid (stdio). */
+  readonly pid?: (() => number | undefined) | undefined
 }
 
 /** What Janus offers upstream: input requests are passed to (and checked against) the real client. */

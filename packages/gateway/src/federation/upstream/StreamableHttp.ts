@@ -82,7 +82,7 @@ export const connect = (
     let capabilities: Readonly<Record<string, unknown>> = {}
     let serverInfo: Readonly<Record<string, unknown>> | undefined
     let instructions: string | undefined
-    let channel: ChannelState = { _tag: "Closed", reason: "not opened yet" }
+    let channel: ChannelState = { _tag: "Opening" }
     const lost = yield* Deferred.make<never, UpstreamError>()
     const events = yield* PubSub.sliding<SessionEvent>(1_024)
     const reinitLock = yield* Semaphore.make(1)
@@ -305,21 +305,26 @@ export const connect = (
       router,
       limit,
       publish,
-      lost: (error) => Effect.asVoid(Deferred.fail(lost, error))
+      lost: (error) => Effect.asVoid(Deferred.fail(lost, error)),
+      retry: options.channelRetry ?? ChangeChannel.DEFAULT_RETRY,
+      retryMax: options.channelRetryMax ?? ChangeChannel.DEFAULT_RETRY_MAX
     }
-    const listChanged = Wire.isObject(capabilities.tools) && capabilities.tools.listChanged === true
-    if (listChanged) {
-      yield* Effect.forkIn(
-        era === "stateful"
-          ? ChangeChannel.getStream(channelContext, { id: () => sessionId, reinitialize })
-          : ChangeChannel.listen(channelContext, {
-            nextId: () => `listen-${nextId++}`,
-            meta: statelessMeta(undefined),
-            headers: routingHeaders
-          }),
-        scope
-      )
-    }
+    const filter = ChangeChannel.listenFilter(capabilities)
+    yield* Effect.forkIn(
+      era === "stateful"
+        ? ChangeChannel.getStream(channelContext, {
+          announces: Object.keys(filter).length > 0,
+          id: () => sessionId,
+          reinitialize
+        })
+        : ChangeChannel.listen(channelContext, {
+          filter,
+          nextId: () => `listen-${nextId++}`,
+          meta: statelessMeta(undefined),
+          headers: routingHeaders
+        }),
+      scope
+    )
 
     return {
       transport: "streamable-http",
