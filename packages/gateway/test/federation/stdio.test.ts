@@ -20,27 +20,11 @@ import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
-import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as GatewayTesting from "../../src/testing.ts"
+import { alive, EVERYTHING, MEMORY } from "./stdio-servers.ts"
 import { waitUntil } from "./support.ts"
-
-const require = createRequire(import.meta.url)
-/** A published package's bin script (`dist/index.js`), resolved from this package's devDependencies. */
-const binOf = (name: string) => Path.join(Path.dirname(require.resolve(`${name}/package.json`)), "dist/index.js")
-export const EVERYTHING = binOf("@modelcontextprotocol/server-everything")
-export const MEMORY = binOf("@modelcontextprotocol/server-memory")
-
-/** Whether a process exists. */
-export const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 const memoryFile = Path.join(Os.tmpdir(), `janus-stdio-memory-${process.pid}-${Date.now()}.json`)
 
