@@ -168,6 +168,20 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
 
   // --- one upstream -----------------------------------------------------------
 
+  /** Bounds `what` by `listTimeout`. */
+  const within = (connection: string, what: string) => <A, R>(self: Effect.Effect<A, UpstreamError, R>) =>
+    Effect.timeoutOrElse(self, {
+      duration: listTimeout,
+      orElse: () =>
+        Effect.fail(
+          new UpstreamError({
+            connection,
+            kind: "timeout",
+            detail: `${what} did not complete within ${Duration.format(listTimeout)}`
+          })
+        )
+    })
+
   const listAll = (u: Upstream, session: UpstreamClient.UpstreamSession) =>
     Effect.gen(function*() {
       const tools: Array<unknown> = []
@@ -183,19 +197,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
       const prefix = options.overrides?.(u.connection)?.toolPrefix ?? u.connection.toolPrefix ??
         `${u.connection.name}/`
       return expose(u.connection.name, prefix, tools, maxTools)
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: listTimeout,
-        orElse: () =>
-          Effect.fail(
-            new UpstreamError({
-              connection: u.connection.name,
-              kind: "timeout",
-              detail: `tools/list did not complete within ${Duration.format(listTimeout)}`
-            })
-          )
-      })
-    )
+    }).pipe(within(u.connection.name, "tools/list"))
 
   const setTools = (u: Upstream, tools: ReadonlyArray<ExposedTool>) =>
     Effect.suspend(() => {
@@ -231,19 +233,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
         clientInfo,
         requestTimeout: listTimeout,
         maxMessageBytes
-      }).pipe(
-        Effect.timeoutOrElse({
-          duration: listTimeout,
-          orElse: () =>
-            Effect.fail(
-              new UpstreamError({
-                connection: name,
-                kind: "timeout",
-                detail: `connecting did not complete within ${Duration.format(listTimeout)}`
-              })
-            )
-        })
-      )
+      }).pipe(within(name, "connecting"))
       const channelEvents = yield* Queue.unbounded<UpstreamClient.ChannelState>()
       yield* session.events.pipe(
         Stream.runForEach((event) =>

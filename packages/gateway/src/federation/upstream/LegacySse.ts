@@ -118,13 +118,7 @@ export const connect = (
       nextId: () => nextId++,
       meta: () => undefined,
       exchange,
-      cancel: (id) =>
-        notify("notifications/cancelled", { requestId: id, reason: "the client cancelled the call" }).pipe(
-          Effect.timeout("2 seconds"),
-          Effect.ignore,
-          Effect.forkIn(scope),
-          Effect.asVoid
-        ),
+      cancel: Requests.notifyCancelled(notify, scope),
       recover: (error) =>
         error.kind === "refused" && error.status === 401 && http.refreshable ? http.invalidate : undefined
     })

@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, type Scope } from "effect"
 import { unavailable, UpstreamError } from "../Errors.ts"
 import type { MessageRouter, PendingCall } from "./MessageRouter.ts"
 import type { RequestOptions } from "./Session.ts"
@@ -42,6 +42,19 @@ export interface RequestConfig {
   /** A recovery that makes one failure worth one retry, or `undefined`. */
   readonly recover?: ((error: UpstreamError) => Effect.Effect<void, UpstreamError> | undefined) | undefined
 }
+
+/** The `cancel` of revisions that announce it: `notifications/cancelled`, sent in the background. */
+export const notifyCancelled = (
+  notify: (method: string, params: Wire.Params) => Effect.Effect<void, UpstreamError>,
+  scope: Scope.Scope
+) =>
+(id: Wire.Id): Effect.Effect<void> =>
+  notify("notifications/cancelled", { requestId: id, reason: "the client cancelled the call" }).pipe(
+    Effect.timeout("2 seconds"),
+    Effect.ignore,
+    Effect.forkIn(scope),
+    Effect.asVoid
+  )
 
 export const make = (config: RequestConfig) => {
   const once = (method: string, params: Wire.Params, options: RequestOptions | undefined) =>

@@ -185,6 +185,7 @@ export const connect = (
     const notify = (method: string, params: Wire.Params) =>
       http.post(target.url, Wire.encodeRequest(undefined, method, params))
 
+    const cancelled = Requests.notifyCancelled(notify, scope)
     const request = Requests.make({
       connection: name,
       router,
@@ -192,15 +193,7 @@ export const connect = (
       nextId: () => nextId++,
       meta: (requestOptions) => era === "stateless" ? statelessMeta(requestOptions?.relay) : undefined,
       exchange,
-      cancel: (id) =>
-        era === "stateful"
-          ? notify("notifications/cancelled", { requestId: id, reason: "the client cancelled the call" }).pipe(
-            Effect.timeout("2 seconds"),
-            Effect.ignore,
-            Effect.forkIn(scope),
-            Effect.asVoid
-          )
-          : Effect.void,
+      cancel: (id) => era === "stateful" ? cancelled(id) : Effect.void,
       recover: (error) =>
         error.kind === "session_expired"
           ? reinitialize(sessionId)
