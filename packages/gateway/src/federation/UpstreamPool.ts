@@ -10,7 +10,9 @@
  *   the secret cache on every request, so rotations need no restart.
  * - An upstream that fails to connect or to list within `listTimeout` is
  *   unhealthy: its tools are hidden; it is retried with exponential backoff
- *   (`backoff`, jittered), and when it answers again its tools come back.
+ *   (`backoff`, jittered; it starts over only after a session that lasted
+ *   `STABLE_SESSION_MS`, so a crash loop keeps backing off), and when it
+ *   answers again its tools come back.
  *   Only transitions and new reasons are logged, not every retry.
  * - A healthy upstream's tools are listed again whenever its session reports
  *   a list change, at once when a call to it fails for transport reasons
@@ -49,6 +51,9 @@ import type { UpstreamAuth, UpstreamAuthConfig } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
 import { UpstreamHealth, upstreamHealthy, type UpstreamState, type UpstreamStatus } from "./UpstreamHealth.ts"
 import { UpstreamHttp } from "./UpstreamHttp.ts"
+
+/** How long a session must last for the reconnection backoff to start over. */
+const STABLE_SESSION_MS = 60_000
 
 /** Settings an operator can give a connection besides (or instead of) the stored ones. */
 export interface ConnectionOverrides {
@@ -300,12 +305,16 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
     Effect.gen(function*() {
       let attempt = 0
       while (true) {
+        let connectedAt: number | undefined
         const exit = yield* Effect.exit(runSession(
           u,
           Effect.sync(() => {
-            attempt = 0
+            connectedAt = Date.now()
           })
         ))
+        // the backoff starts over only after a session that lasted: one that connects and fails again at once
+        // (a stdio program crashing after its handshake) keeps backing off
+        if (connectedAt !== undefined && Date.now() - connectedAt >= STABLE_SESSION_MS) attempt = 0
         const error = Exit.isFailure(exit)
           ? Option.getOrUndefined(Exit.findErrorOption(exit))
           : undefined
