@@ -2,7 +2,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { SignJWT } from "jose"
-import { type InvalidToken, JwtVerifier, type OAuthOptions, type TokenRequirement } from "../../src/oauth/index.ts"
+import {
+  challengeResponse,
+  type InvalidToken,
+  type JwksUnavailable,
+  JwtVerifier,
+  type OAuthOptions,
+  type TokenRequirement
+} from "../../src/oauth/index.ts"
 import {
   attacker,
   authServer,
@@ -123,13 +130,23 @@ describe("JwtVerifier: valid tokens", () => {
       yield* verifier.verify(token)
     }))
 
-  it.effect("accepts a per-request audience (a virtual server's resource URI)", () =>
+  it.effect("a virtual server's token is accepted for that server only; /mcp tokens there unless turned off", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
-      const vs = "https://janus.example.com/mcp/servers/crm"
-      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: vs }))
-      yield* verifier.verify(token, { audience: vs })
+      const crm = "https://janus.example.com/servers/crm/mcp"
+      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: crm }))
+      yield* verifier.verify(token, { resource: crm })
       yield* rejected(verifier, token, "wrong_audience")
+      yield* rejected(verifier, token, "wrong_audience", { resource: "https://janus.example.com/servers/hr/mcp" })
+      const mcp = yield* sign(rsa.RS256!, claims(server))
+      yield* verifier.verify(mcp, { resource: crm })
+
+      const strict = yield* setup({ mcpAudienceOnVirtualServers: false })
+      const strictMcp = yield* sign(rsa.RS256!, claims(strict.server))
+      yield* rejected(strict.verifier, strictMcp, "wrong_audience", { resource: crm })
+      yield* strict.verifier.verify(yield* sign(rsa.RS256!, claims(strict.server, NOW, { aud: crm })), {
+        resource: crm
+      })
     }))
 })
 
@@ -206,12 +223,17 @@ describe("JwtVerifier: claims", () => {
       assert.strictEqual(server.jwksFetches(), 1)
     }))
 
-  it.effect("refuses an issuer that differs only by a trailing slash", () =>
+  it.effect("accepts an issuer that differs only by a trailing slash; the identity names it without", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
+      const identity = yield* verifier.verify(
+        yield* sign(rsa.RS256!, claims(server, NOW, { iss: `${server.issuer}/` }))
+      )
+      assert.strictEqual(identity.issuer, server.issuer)
+      assert.strictEqual(identity.key, `oauth:${server.issuer}#user-1`)
       yield* rejected(
         verifier,
-        yield* sign(rsa.RS256!, claims(server, NOW, { iss: `${server.issuer}/` })),
+        yield* sign(rsa.RS256!, claims(server, NOW, { iss: `${server.issuer}//` })),
         "untrusted_issuer"
       )
     }))
@@ -364,7 +386,7 @@ describe("JwtVerifier: signatures and shapes", () => {
 })
 
 describe("JwtVerifier: unknown kid and key rotation", () => {
-  it.effect("an unknown kid causes exactly one JWKS refresh; another within 30 s causes none", () =>
+  it.effect("an unknown kid causes exactly one JWKS refresh; within the next 30 s it is 503, not a refusal", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
       // Leave the rate-limit window of the start-up fetch.
@@ -373,13 +395,47 @@ describe("JwtVerifier: unknown kid and key rotation", () => {
       yield* rejected(verifier, yield* sign(rotated, claims(server, now)), "unknown_key")
       assert.strictEqual(server.jwksFetches(), 2, "exactly one refresh")
 
-      yield* rejected(verifier, yield* sign(rotated3, claims(server, now)), "unknown_key")
-      yield* rejected(verifier, yield* sign(attacker, claims(server, now)), "unknown_key")
+      // the key set was fetched moments ago: the key may be too new for it, so "come back later"
+      yield* TestClock.adjust("10 seconds")
+      for (const key of [rotated3, attacker]) {
+        const error = yield* Effect.flip(verifier.verify(yield* sign(key, claims(server, now + 10))))
+        assert.strictEqual(error._tag, "JwksUnavailable")
+        assert.strictEqual((error as JwksUnavailable).retryAfterMs, 20_000, "the time left in the window")
+      }
       assert.strictEqual(server.jwksFetches(), 2, "no refresh within the rate-limit window")
 
-      yield* TestClock.adjust("30 seconds")
+      yield* TestClock.adjust("20 seconds")
       yield* rejected(verifier, yield* sign(attacker, claims(server, now + 30)), "unknown_key")
       assert.strictEqual(server.jwksFetches(), 3, "one more refresh once the window passed")
+    }))
+
+  it.effect("the key endpoint down during a rotation: 503 with Retry-After, accepted after recovery", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      yield* TestClock.adjust("31 seconds")
+      // the authorization server rotates to a new key while its JWKS endpoint fails
+      server.keys = [rotated.publicJwk]
+      server.status.set("/jwks", 503)
+      const token = yield* sign(rotated, claims(server, NOW + 31))
+      const down = yield* Effect.flip(verifier.verify(token))
+      assert.strictEqual(down._tag, "JwksUnavailable")
+      assert.strictEqual((down as JwksUnavailable).retryAfterMs, 30_000)
+      const response = challengeResponse(down, { resourceMetadataUrl: "https://janus.example.com/x", scopes: [] })
+      assert.strictEqual(response.status, 503)
+      assert.strictEqual(response.headers["retry-after"], "30")
+      assert.isUndefined(response.headers["www-authenticate"], "not a reason to re-authorise")
+      // tokens signed with a held key still pass meanwhile
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW + 31)))
+      assert.strictEqual(server.jwksFetches(), 2)
+
+      server.status.delete("/jwks")
+      yield* TestClock.adjust("15 seconds")
+      const early = yield* Effect.flip(verifier.verify(yield* sign(rotated, claims(server, NOW + 46))))
+      assert.strictEqual((early as JwksUnavailable).retryAfterMs, 15_000)
+      yield* TestClock.adjust("15 seconds")
+      const identity = yield* verifier.verify(yield* sign(rotated, claims(server, NOW + 61)))
+      assert.strictEqual(identity.subject, "user-1")
+      assert.strictEqual(server.jwksFetches(), 3)
     }))
 
   it.effect("a rotated-in key is picked up by the unknown-kid refresh", () =>
