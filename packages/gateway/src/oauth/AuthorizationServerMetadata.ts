@@ -47,6 +47,12 @@ export interface DiscoveryUrl {
   readonly kind: "oauth-authorization-server" | "openid-configuration"
 }
 
+/** Metadata that names a `jwks_uri`, and where it was found. */
+export type DiscoveredMetadata = AuthorizationServerMetadata & {
+  readonly jwks_uri: string
+  readonly metadataUrl: string
+}
+
 /** The metadata URLs of `issuer`, in the order they are tried. */
 export const discoveryUrls = (issuer: string): ReadonlyArray<DiscoveryUrl> => {
   const url = new URL(issuer)
@@ -78,7 +84,7 @@ export const discover = (
     /** Other `issuer` values the metadata may name (a multi-tenant issuer's template). */
     readonly alsoAccept?: ReadonlyArray<string> | undefined
   }
-): Effect.Effect<AuthorizationServerMetadata & { readonly jwks_uri: string }, DiscoveryError, HttpClient.HttpClient> =>
+): Effect.Effect<DiscoveredMetadata, DiscoveryError, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const accepted = new Set([issuer, ...(options.alsoAccept ?? [])].map(normalizeIssuer))
     const failures: Array<string> = []
@@ -110,7 +116,7 @@ export const discover = (
       if (!acceptableUrl(jwksUri, options.allowInsecureHttp === true)) {
         return yield* new DiscoveryError({ issuer, message: `${candidate.url} names a jwks_uri that is not https` })
       }
-      return { ...metadata, jwks_uri: jwksUri }
+      return { ...metadata, jwks_uri: jwksUri, metadataUrl: candidate.url }
     }
     return yield* new DiscoveryError({ issuer, message: `no metadata found: ${failures.join("; ")}` })
   })

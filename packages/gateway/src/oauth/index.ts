@@ -11,6 +11,7 @@
  * - `Resources`: `/mcp` and the virtual servers as protected resources.
  * - `AuthorizationServerMetadata`: RFC 8414 / OpenID discovery of `jwks_uri`.
  * - `JwksCache`: per-instance JWKS cache, periodic and rate-limited refresh.
+ * - `Diagnostics`: what `janus doctor` finds at each issuer.
  * - `JwtVerifier`: RFC 9068 / RFC 8725 token validation.
  * - `ProtectedResourceMetadata`: RFC 9728 documents and routes.
  * - `Challenge`, `BearerAuth`: RFC 6750 challenges, 401/403 step-up, 503.
@@ -35,6 +36,7 @@ import { OAuthConfig, type OAuthConfigError, type OAuthOptions } from "./OAuthOp
 export {
   AuthorizationServerMetadata,
   discover,
+  type DiscoveredMetadata,
   DiscoveryError,
   type DiscoveryUrl,
   discoveryUrls
@@ -48,6 +50,7 @@ export {
   respond as challenge,
   wwwAuthenticate
 } from "./Challenge.ts"
+export { diagnose, type IssuerDiagnosis } from "./Diagnostics.ts"
 export { NOT_FORWARDED_HEADERS, withoutClientCredentials } from "./DownstreamHeaders.ts"
 export { advertisedIssuer, type IssuerTemplate, normalizeIssuer, parseTemplate } from "./Issuers.ts"
 export {
