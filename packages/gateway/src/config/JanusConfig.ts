@@ -158,7 +158,8 @@ export const VARIABLES = {
     "Tolerance for exp, nbf and iat; per issuer: <issuer>=<duration>; ..."
   ),
   OAUTH_JWKS_REFRESH: variable(
-    Settings.perIssuer(Settings.duration(), Duration.format),
+    // not under the on-demand refetch window (OAuthOptions' jwksMinRefreshInterval)
+    Settings.perIssuer(Settings.duration(Duration.days(1), Duration.seconds(30)), Duration.format),
     Settings.everyIssuer(Duration.minutes(10), Duration.format),
     "How often each issuer's signing keys are fetched again (at least 30s); per issuer: <issuer>=<duration>; ..."
   ),

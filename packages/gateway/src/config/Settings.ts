@@ -40,15 +40,23 @@ const unitMillis: Record<string, number> = {
  * A duration such as `5s`, `500ms`, `2m`, `1h` or `30 seconds`; `0` means off.
  * A bare number is read as seconds, as operators of the Go original wrote it.
  */
-export const duration = (max: Duration.Duration = Duration.days(1)): Parser<Duration.Duration> => (raw) => {
+export const duration = (
+  max: Duration.Duration = Duration.days(1),
+  min: Duration.Duration = Duration.zero
+): Parser<Duration.Duration> =>
+(raw) => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw)
-  const expected = `a duration such as 500ms, 5s, 2m or 1h (at most ${Duration.format(max)})`
+  const expected = `a duration such as 500ms, 5s, 2m or 1h (${
+    Duration.isZero(min) ? "" : `at least ${Duration.format(min)}, `
+  }at most ${Duration.format(max)})`
   if (!match) return Result.fail(expected)
   const unit = match[2]!.toLowerCase()
   const factor = unit === "" ? 1_000 : unitMillis[unit]
   if (factor === undefined) return Result.fail(expected)
   const millis = Number(match[1]) * factor
-  return millis <= Duration.toMillis(max) ? Result.succeed(Duration.millis(millis)) : Result.fail(expected)
+  return millis <= Duration.toMillis(max) && millis >= Duration.toMillis(min)
+    ? Result.succeed(Duration.millis(millis))
+    : Result.fail(expected)
 }
 
 /** `true`/`false` and the usual spellings of them. */
