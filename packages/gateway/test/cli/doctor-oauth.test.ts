@@ -15,7 +15,11 @@ interface Report {
 
 const doctor = (env: Record<string, string>) =>
   Effect.promise(async () => {
-    const ran = await janus(["doctor", "--json"], { JANUS_HOME: tempHome(), JANUS_PORT: String(await freePort()), ...env })
+    const ran = await janus(["doctor", "--json"], {
+      JANUS_HOME: tempHome(),
+      JANUS_PORT: String(await freePort()),
+      ...env
+    })
     return { ...ran, report: ran.stdout === "" ? undefined : JSON.parse(ran.stdout) as Report }
   })
 
@@ -50,7 +54,10 @@ describe("janus doctor with OAuth", () => {
           "(kid rsa-1, ec-256, ec-384, ec-521, ed-1, rsa-pinned)"
       )
       assert.include(checks[2]!.detail, "no usable metadata, so no signing keys")
-      assert.include(checks[2]!.detail, `request to http://127.0.0.1:${downPort}/.well-known/oauth-authorization-server`)
+      assert.include(
+        checks[2]!.detail,
+        `request to http://127.0.0.1:${downPort}/.well-known/oauth-authorization-server`
+      )
       assert.include(r.stderr, "1 doctor check(s) failed")
     }))
 
@@ -99,7 +106,10 @@ describe("janus doctor with OAuth", () => {
         OAUTH_JWKS_REFRESH: "10s"
       })
       assert.strictEqual(tooOften.code, 78)
-      assert.include(tooOften.stderr, `OAUTH_JWKS_REFRESH="10s": expected a duration such as 500ms, 5s, 2m or 1h (at least 30s`)
+      assert.include(
+        tooOften.stderr,
+        `OAUTH_JWKS_REFRESH="10s": expected a duration such as 500ms, 5s, 2m or 1h (at least 30s`
+      )
 
       // what only the OAuth module checks: doctor runs it, as serve's start would
       const twoTenants = yield* doctor({
@@ -109,7 +119,11 @@ describe("janus doctor with OAuth", () => {
       })
       assert.strictEqual(twoTenants.code, 1)
       assert.deepStrictEqual(oauthChecks(twoTenants.report).map((c) => [c.check, c.verdict, c.detail]), [
-        ["oauth", "FAIL", `issuer "https://login.example.com/{a}/{b}": expected at most one placeholder such as {tenantid}`]
+        [
+          "oauth",
+          "FAIL",
+          `issuer "https://login.example.com/{a}/{b}": expected at most one placeholder such as {tenantid}`
+        ]
       ])
     }))
 })

@@ -85,7 +85,9 @@ const providerServer = Effect.acquireRelease(
 /** The verifier and settings `janus serve` would build from `env`. */
 const verifierFrom = (env: Record<string, string>) =>
   Effect.gen(function*() {
-    const settings = yield* load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+    const settings = yield* load.pipe(
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
+    )
     const context = yield* Layer.build(
       OAuthLayer(OAuthVariables.options(settings)).pipe(Layer.provide(FetchHttpClient.layer))
     )
@@ -232,7 +234,12 @@ describe("identity providers' tokens with the README's settings", () => {
       assert.include(noPermissions.claims as Array<string>, "permissions")
 
       // another tenant's issuer is not trusted, and the log names the issuer the token named
-      const stranger = yield* sign(rsa.RS256!, { iss: "https://other-tenant.us.auth0.com/", sub: "x", aud: "https://janus-api", exp: now() + 300 })
+      const stranger = yield* sign(rsa.RS256!, {
+        iss: "https://other-tenant.us.auth0.com/",
+        sub: "x",
+        aud: "https://janus-api",
+        exp: now() + 300
+      })
       const untrusted = yield* refused(env, stranger, "untrusted_issuer")
       assert.strictEqual(untrusted.issuer, "https://other-tenant.us.auth0.com/")
       assert.deepStrictEqual(untrusted.trusted_issuers, [`${origin}/`])
@@ -260,7 +267,11 @@ describe("identity providers' tokens with the README's settings", () => {
           ver: "2.0",
           ...claims
         }, { typ: "JWT" })
-      const delegated = yield* v2(TENANT, { scp: "mcp.tools", name: "Ada Lovelace", preferred_username: "ada@contoso.com" })
+      const delegated = yield* v2(TENANT, {
+        scp: "mcp.tools",
+        name: "Ada Lovelace",
+        preferred_username: "ada@contoso.com"
+      })
       const application = yield* v2(TENANT, { roles: ["mcp.tools"], idtyp: "app" })
       const v1 = yield* sign(rsa.RS256!, {
         aud: "api://janus-mcp",
