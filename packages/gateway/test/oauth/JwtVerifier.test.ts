@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { SignJWT } from "jose"
 import {
@@ -463,5 +463,69 @@ describe("JwtVerifier: unknown kid and key rotation", () => {
       const results = yield* Fiber.joinAll(fibers)
       assert.strictEqual(server.jwksFetches(), 2, "one shared fetch")
       assert.deepStrictEqual(results.map((r) => r._tag), ["Success", "Failure", "Failure", "Success", "Failure"])
+    }))
+})
+
+describe("JwtVerifier: the refusal log", () => {
+  /** The JSON log lines written while `effect` runs. */
+  const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const logger = Logger.map(Logger.formatJson, (line) => void lines.push(line))
+      yield* Effect.ignore(effect.pipe(
+        Effect.provideService(Logger.CurrentLoggers, new Set([logger])),
+        Effect.provideService(References.MinimumLogLevel, "All")
+      ))
+      return lines
+    })
+
+  it.effect("names the reason, what the token carried and what was expected; never the token", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://elsewhere.example.com", roles: ["x"] }))
+      const [line] = yield* logged(verifier.verify(token))
+      const entry = JSON.parse(line!)
+      assert.strictEqual(entry.message, "OAuth access token refused")
+      assert.strictEqual(entry.level, "INFO")
+      assert.deepStrictEqual(entry.annotations, {
+        reason: "wrong_audience",
+        detail: "The token was not issued for this resource",
+        issuer: server.issuer,
+        audience: "https://elsewhere.example.com",
+        scopes: ["mcp:tools"],
+        claims: ["aud", "client_id", "exp", "iat", "iss", "jti", "roles", "scope", "sub"],
+        kid: "rsa-1",
+        alg: "RS256",
+        resource: RESOURCE,
+        expected_audience: [RESOURCE],
+        required_scopes: ["mcp:tools"],
+        scope_claims: ["scope", "scp"]
+      })
+      for (const part of token.split(".")) assert.notInclude(line!, part)
+    }))
+
+  it.effect("bounds hostile claim values: long, many, NUL, lone surrogates, numbers and objects", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup({ maxTokenLength: 65_536 })
+      const token = yield* sign(rsa.RS256!, {
+        ...claims(server),
+        iss: `https://evil.example.com/${"a".repeat(5_000)}\u0000\ud800`,
+        aud: Array.from({ length: 500 }, (_, i) => `aud-${i}\u0000`),
+        scope: 1e308,
+        scp: { nested: "object" },
+        ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`claim_${i}`, i]))
+      })
+      const error = yield* Effect.flip(verifier.verify(token))
+      assert.strictEqual(error._tag, "InvalidToken")
+      const [line] = yield* logged(verifier.verify(token))
+      assert.isBelow(line!.length, 4_000, "one bounded line")
+      const entry = JSON.parse(line!)
+      assert.strictEqual(entry.annotations.reason, "untrusted_issuer")
+      assert.strictEqual(entry.annotations.issuer.length, 201)
+      assert.strictEqual(entry.annotations.audience.length, 21)
+      assert.strictEqual(entry.annotations.audience[20], "… (500 in all)")
+      assert.deepStrictEqual(entry.annotations.scopes, [])
+      assert.strictEqual(entry.annotations.claims.length, 40)
+      assert.deepStrictEqual(entry.annotations.trusted_issuers, [server.issuer])
     }))
 })

@@ -93,6 +93,9 @@ describe("RFC 9728 protected resource metadata", () => {
         const path of [
           "/.well-known/oauth-protected-resource/servers/gone/mcp",
           "/.well-known/oauth-protected-resource/servers/-x/mcp",
+          "/.well-known/oauth-protected-resource/servers/a%00b/mcp",
+          "/.well-known/oauth-protected-resource/servers/%ED%A0%80/mcp",
+          `/.well-known/oauth-protected-resource/servers/${"a".repeat(65)}/mcp`,
           "/.well-known/oauth-protected-resource/servers/crm/sse",
           "/.well-known/oauth-protected-resource/elsewhere"
         ]

@@ -10,7 +10,7 @@
  * that recovery takes a second of real time.
  */
 import { assert, layer } from "@effect/vitest"
-import { ClientTokens, Connections, Endpoints, VirtualServers } from "@janus/storage"
+import { ClientTokens } from "@janus/storage"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { load } from "../../src/config/JanusConfig.ts"
@@ -36,25 +36,6 @@ const fromVariables = (env: Record<string, string>) =>
       )
   )
 
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const connection = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"]
-  })
-  yield* (yield* Endpoints).create({
-    connectionId: connection.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: { type: "object", properties: { id: { type: "string" } } }
-  })
-  yield* (yield* VirtualServers).create({ name: "crm", tools: ["get_pet"] })
-})
-
 const TestLayer = Layer.unwrap(Effect.gen(function*() {
   const server = yield* TestAuthServer
   // the first key fetch fails: the gateway starts without keys
@@ -65,7 +46,7 @@ const TestLayer = Layer.unwrap(Effect.gen(function*() {
     OAUTH_ISSUERS: server.issuer,
     OAUTH_JWKS_URL: server.jwksUri
   })
-  return Layer.effectDiscard(seed).pipe(
+  return Layer.effectDiscard(Downstream.seedPets({ tools: ["get_pet"], virtualServers: [["crm", ["get_pet"]]] })).pipe(
     Layer.provideMerge(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false }, extra: oauth })),
     Layer.provideMerge(Downstream.layer)
   )

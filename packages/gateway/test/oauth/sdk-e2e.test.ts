@@ -15,7 +15,6 @@
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { assert, layer } from "@effect/vitest"
-import { Connections, Endpoints, VirtualServers } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
 import {
   Client as ClientV2,
@@ -48,28 +47,6 @@ class Setup extends Context.Service<Setup, {
   readonly received: Array<Received>
 }>()("test/oauth/sdk-e2e/Setup") {}
 
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const connection = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"]
-  })
-  const endpoints = yield* Endpoints
-  for (const [name, path] of [["get_pet", "/pets/{id}"], ["get_pet_again", "/pets/{id}"]] as const) {
-    yield* endpoints.create({
-      connectionId: connection.id,
-      name,
-      method: "GET",
-      pathTemplate: path,
-      arguments: { id: "path" },
-      inputSchema: { type: "object", properties: { id: { type: "string" } } }
-    })
-  }
-  yield* (yield* VirtualServers).create({ name: "pets-only", tools: ["get_pet"] })
-})
-
 /** Janus on a port chosen first (its public URL is in OAUTH_RESOURCE), recording every request. */
 const TestLayer = Layer.unwrap(Effect.gen(function*() {
   const port = yield* Effect.promise(freePort)
@@ -95,6 +72,10 @@ const TestLayer = Layer.unwrap(Effect.gen(function*() {
     })
     return http
   }, { port, host: "127.0.0.1" })
+  const seed = Downstream.seedPets({
+    tools: ["get_pet", "get_pet_again"],
+    virtualServers: [["pets-only", ["get_pet"]]]
+  })
   return Layer.effectDiscard(seed).pipe(
     Layer.provideMerge(layerOn({ server, storage: StorageTesting.layerMemory() })),
     Layer.provideMerge(JanusConfig.layerWith(settings)),
