@@ -12,11 +12,12 @@
 import { assert, layer } from "@effect/vitest"
 import { ClientTokens } from "@janus/storage"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpServer } from "effect/http"
 import { load } from "../../src/config/JanusConfig.ts"
 import * as OAuthVariables from "../../src/config/OAuthVariables.ts"
 import { OAuthLayer } from "../../src/oauth/index.ts"
 import * as GatewayTesting from "../../src/testing.ts"
+import { stateless } from "../mcp/http-client.ts"
 import * as Downstream from "../support/Downstream.ts"
 import { type AuthServer, authServer, claims, rotated, rsa, sign } from "./support.ts"
 
@@ -54,34 +55,16 @@ const TestLayer = Layer.unwrap(Effect.gen(function*() {
 
 const now = () => Math.floor(Date.now() / 1000)
 
-const listBody = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "tools/list",
-  params: {
-    _meta: {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientCapabilities": {}
-    }
-  }
-})
-
 /** A 2026-07-28 tools/list on `path`, with `token` when given. */
 const list = (path: string, token?: string) =>
-  Effect.gen(function*() {
-    let request = HttpClientRequest.post(path).pipe(
-      HttpClientRequest.setHeaders({
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/list"
-      }),
-      HttpClientRequest.bodyText(listBody, "application/json")
-    )
-    if (token !== undefined) request = HttpClientRequest.bearerToken(request, token)
-    const response = yield* HttpClient.execute(request)
-    const text = yield* response.text
-    return { status: response.status, headers: response.headers, text }
-  })
+  Effect.flatMap(
+    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base).href)),
+    (url) =>
+      Effect.map(
+        stateless(url, "tools/list", {}, token === undefined ? {} : { authorization: `Bearer ${token}` }),
+        (reply) => ({ ...reply, text: reply.text + JSON.stringify(reply.events) })
+      )
+  )
 
 const getJson = (path: string) =>
   Effect.gen(function*() {
@@ -119,8 +102,8 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
       const token = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE }))
       const refused = yield* list("/mcp", token)
       assert.strictEqual(refused.status, 503)
-      assert.strictEqual(refused.headers["retry-after"], "1")
-      assert.isUndefined(refused.headers["www-authenticate"])
+      assert.strictEqual(refused.headers.get("retry-after"), "1")
+      assert.isNull(refused.headers.get("www-authenticate"))
 
       server.status.delete("/jwks")
       yield* sleep(1_100)
@@ -155,7 +138,7 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
   it.effect("each resource's 401 points at its own metadata; a virtual server's token works there only", () =>
     Effect.gen(function*() {
       const server = yield* TestAuthServer
-      const challenge = (path: string) => Effect.map(list(path), (r) => r.headers["www-authenticate"])
+      const challenge = (path: string) => Effect.map(list(path), (r) => r.headers.get("www-authenticate"))
       assert.strictEqual(
         yield* challenge("/mcp"),
         `Bearer resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
@@ -170,7 +153,7 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
       assert.include(onCrm.text, "get_pet")
       const onMcp = yield* list("/mcp", forCrm)
       assert.strictEqual(onMcp.status, 401)
-      assert.include(onMcp.headers["www-authenticate"]!, `error="invalid_token"`)
+      assert.include(onMcp.headers.get("www-authenticate")!, `error="invalid_token"`)
       // a token for /mcp opens every tool, so it is accepted on a virtual server (OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS)
       const forMcp = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE }))
       assert.strictEqual((yield* list("/servers/crm/mcp", forMcp)).status, 200)
@@ -185,8 +168,8 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
       const token = yield* sign(rotated, claims(server, now(), { aud: RESOURCE }))
       const during = yield* list("/mcp", token)
       assert.strictEqual(during.status, 503)
-      assert.strictEqual(during.headers["retry-after"], "1")
-      assert.isUndefined(during.headers["www-authenticate"], "the client is not sent to re-authorise")
+      assert.strictEqual(during.headers.get("retry-after"), "1")
+      assert.isNull(during.headers.get("www-authenticate"), "the client is not sent to re-authorise")
       assert.notInclude(during.text, token)
       // tokens signed with the keys held keep working
       assert.strictEqual(
