@@ -91,7 +91,7 @@ export interface AuthorizationServerOptions {
   readonly jwksRefreshInterval?: Duration.Input | undefined
 }
 
-/** What the operator configures (`Security.oauthOptions` maps the `OAUTH_*` variables onto this). */
+/** What the operator configures (`config/OAuthVariables.ts` maps the `OAUTH_*` variables onto this). */
 export interface OAuthOptions {
   /** Canonical URI of this gateway as a protected resource (RFC 8707), e.g. `https://janus.example.com/mcp`. */
   readonly resource: string
@@ -197,7 +197,7 @@ export class OAuthConfigError extends Schema.TaggedError<OAuthConfigError>()("OA
 
 const CLAIM_NAME = /^[^\s,]+$/
 
-/** One trusted issuer, validated; `undefined` when it cannot be used at all. */
+/** One trusted issuer with the global settings as its defaults; its problems go to `problems`. */
 const checkServer = (
   options: AuthorizationServerOptions,
   defaults: {

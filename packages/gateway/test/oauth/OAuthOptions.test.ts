@@ -6,6 +6,7 @@ import {
   metadataUrl,
   type OAuthOptions,
   resolveOAuthOptions,
+  resourceOf,
   sameResource
 } from "../../src/oauth/index.ts"
 
@@ -181,6 +182,31 @@ describe("OAuthOptions", () => {
         "tenants of https://auth.example.com: only a multi-tenant issuer (with a placeholder such as {tenantid}) has tenants",
         "jwksRefreshInterval of https://auth.example.com: must not be shorter than jwksMinRefreshInterval (30s)"
       ])
+    }))
+
+  it.effect("places virtual servers beside /mcp, under the prefix a proxy mounts Janus at", () =>
+    Effect.gen(function*() {
+      const plain = yield* resolveOAuthOptions(base)
+      assert.strictEqual(
+        resourceOf(plain, "/servers/crm/mcp?x=1").resource,
+        "https://janus.example.com/servers/crm/mcp"
+      )
+      assert.strictEqual(resourceOf(plain, "/servers/crm/sse").resource, "https://janus.example.com/servers/crm/mcp")
+      assert.strictEqual(resourceOf(plain, "/api/v1/connections").resource, "https://janus.example.com/mcp")
+      assert.strictEqual(resourceOf(plain, "/servers/a%00b/mcp").resource, "https://janus.example.com/mcp")
+      const prefixed = yield* resolveOAuthOptions({ ...base, resource: "https://gw.example.com/janus/mcp" })
+      assert.strictEqual(
+        resourceOf(prefixed, "/servers/crm/mcp").resource,
+        "https://gw.example.com/janus/servers/crm/mcp"
+      )
+      assert.strictEqual(
+        metadataUrl(prefixed, "/servers/crm/mcp"),
+        "https://gw.example.com/.well-known/oauth-protected-resource/janus/servers/crm/mcp"
+      )
+      assert.strictEqual(
+        metadataUrl(prefixed, "/mcp"),
+        "https://gw.example.com/.well-known/oauth-protected-resource/janus/mcp"
+      )
     }))
 
   it("canonicalizes resource identifiers (RFC 8707, RFC 3986 §6)", () => {
