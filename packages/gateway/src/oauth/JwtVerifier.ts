@@ -76,8 +76,9 @@ export interface TokenRequirement {
   /** Scopes the token must all hold. Default: `toolScopes`. Pass `[]` for none. */
   readonly scopes?: ReadonlyArray<string> | undefined
   /**
-   * The resource the request is for (`Resources.ts`), which decides the
-   * accepted audiences. Default: the configured resource (`/mcp`).
+   * The resource the request is for, canonical (`Resources.resourceOf`),
+   * which decides the accepted audiences. Default: the configured resource
+   * (`/mcp`).
    */
   readonly resource?: string | undefined
 }
@@ -229,7 +230,7 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
         const audience = audienceOf(payload)
         if (audience.length === 0) return yield* invalid("missing_claim", "The token has no aud claim")
         const expected = acceptedAudiences(settings, server, requirement?.resource)
-        if (!audience.some((a) => expected.includes(canonicalResource(a)))) {
+        if (!audience.some((a) => expected.includes(a) || expected.includes(canonicalResource(a)))) {
           return yield* invalid("wrong_audience", "The token was not issued for this resource")
         }
         if (typeof payload.sub !== "string" || payload.sub === "") {

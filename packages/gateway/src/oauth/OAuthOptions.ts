@@ -145,6 +145,8 @@ export interface AuthorizationServer {
   readonly algorithms: ReadonlyArray<SigningAlgorithm>
   /** Canonical audiences accepted besides the resource: the global ones, then the issuer's. */
   readonly audiences: ReadonlyArray<string>
+  /** What a token for `/mcp` may carry: the resource, then `audiences`. */
+  readonly mcpAudiences: ReadonlyArray<string>
   readonly scopeClaims: ReadonlyArray<string>
   readonly scopePrefix: string | undefined
   readonly allowInsecureHttp: boolean
@@ -202,6 +204,7 @@ const checkServer = (
   options: AuthorizationServerOptions,
   defaults: {
     readonly algorithms: ReadonlyArray<SigningAlgorithm>
+    readonly resource: string
     readonly audiences: ReadonlyArray<string>
     readonly allowInsecureHttp: boolean
     readonly clockSkew: Duration.Duration
@@ -275,6 +278,7 @@ const checkServer = (
     jwksUri: options.jwksUri,
     algorithms,
     audiences,
+    mcpAudiences: [...new Set([defaults.resource, ...audiences])],
     scopeClaims,
     scopePrefix,
     allowInsecureHttp,
@@ -327,6 +331,7 @@ export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAu
     const servers = new Map<string, AuthorizationServer>()
     for (const raw of options.authorizationServers) {
       const server = checkServer(raw, {
+        resource,
         algorithms,
         audiences: globalAudiences,
         allowInsecureHttp,

@@ -23,7 +23,7 @@
  *
  * @since 0.1.0
  */
-import { type AuthorizationServer, canonicalResource, type OAuthSettings } from "./OAuthOptions.ts"
+import type { AuthorizationServer, OAuthSettings } from "./OAuthOptions.ts"
 
 /** The well-known path of RFC 9728. */
 export const WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
@@ -77,15 +77,15 @@ export const metadataUrlOf = (settings: OAuthSettings, resource: ProtectedResour
 export const metadataUrl = (settings: OAuthSettings, requestUrl?: string): string =>
   metadataUrlOf(settings, resourceOf(settings, requestUrl))
 
-/** The audiences a token from `server` may carry to be accepted for `resource` (canonical). */
+/**
+ * The audiences a token from `server` may carry to be accepted for
+ * `resource` (canonical, as `resourceOf` gives it; default `/mcp`).
+ */
 export const acceptedAudiences = (
   settings: OAuthSettings,
   server: AuthorizationServer,
   resource: string | undefined
 ): ReadonlyArray<string> => {
-  const forMcp = [settings.resource, ...server.audiences]
-  if (resource === undefined) return forMcp
-  const own = canonicalResource(resource)
-  if (own === settings.resource) return forMcp
-  return settings.mcpAudienceOnVirtualServers ? [own, ...forMcp] : [own]
+  if (resource === undefined || resource === settings.resource) return server.mcpAudiences
+  return settings.mcpAudienceOnVirtualServers ? [resource, ...server.mcpAudiences] : [resource]
 }
