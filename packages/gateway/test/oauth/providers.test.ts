@@ -20,10 +20,10 @@ import { rsa, sign } from "./support.ts"
 
 const README = Fs.readFileSync(new URL("../../../../README.md", import.meta.url), "utf8")
 
-/** The variables of the first `sh` block under `#### <provider>` in the README. */
+/** The variables of the first `sh` block under `### <provider>` in the README. */
 const documented = (provider: string): Record<string, string> => {
-  const start = README.indexOf(`#### ${provider}\n`)
-  assert.isAtLeast(start, 0, `README has a "#### ${provider}" section`)
+  const start = README.indexOf(`### ${provider}\n`)
+  assert.isAtLeast(start, 0, `README has a "### ${provider}" section`)
   const block = /```sh\n([\s\S]*?)```/.exec(README.slice(start))![1]!
   return Object.fromEntries(
     block.split("\n").filter((line) => /^[A-Z_]+=/.test(line)).map((line) => {
