@@ -38,7 +38,7 @@ import { type RelayHooks, UpstreamRelay } from "../federation/Relay.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
 import { McpGuard } from "./Guard.ts"
-import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
+import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
 import {
   type CallToolResult,
@@ -384,13 +384,13 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     const name = params?.name
     if (typeof name !== "string") {
       return yield* ProtocolError.invalidParams(
-        `tools/call requires params.name (a string), got ${JSON.stringify(name) ?? "nothing"}`
+        `tools/call params.name is ${describeValue(name)}; expected the tool's name (a string)`
       )
     }
     const args = params?.arguments
     if (args !== undefined && !isObject(args)) {
       return yield* ProtocolError.invalidParams(
-        `tools/call params.arguments must be an object, got ${Array.isArray(args) ? "an array" : typeof args}`
+        `tools/call params.arguments is ${describeValue(args)}; expected an object (or no arguments at all)`
       )
     }
     const inputResponses = params?.inputResponses

@@ -513,10 +513,12 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
       if (message._tag === "Request" && message.method === "initialize") {
         return yield* initialize(request, caller, message)
       }
+      // what is wrong with the message comes before what is wrong with the session
+      if (message._tag === "Invalid") {
+        return HttpReply.error(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
+      }
       const session = yield* loadSession(request, caller)
       switch (message._tag) {
-        case "Invalid":
-          return HttpReply.error(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
         case "Response":
           // the answer to a server-to-client request; its call may wait on another replica
           yield* ClientRelay.deliverReply(store, session.id, body)

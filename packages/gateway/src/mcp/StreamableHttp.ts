@@ -235,7 +235,23 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
       const read = yield* readBody(request)
       if (!isParsedBody(read)) return read
       const body = read.value
-      return isStatelessBody(body, request.headers[Header.protocolVersion]) ?
+      const version = request.headers[Header.protocolVersion]
+      if (!isObject(body)) {
+        // not one message: said as such, before any session rule could be quoted instead
+        if (!Array.isArray(body)) {
+          const invalid = classify(body) as { readonly reason: string }
+          return HttpReply.error(null, ProtocolError.invalidRequest(`Invalid Request: ${invalid.reason}`))
+        }
+        if (version?.trim() === STATELESS_VERSION) {
+          return HttpReply.error(
+            null,
+            ProtocolError.invalidRequest(
+              `Invalid Request: got a JSON-RPC batch of ${body.length} messages; protocol ${STATELESS_VERSION} (the MCP-Protocol-Version header) takes one message per POST`
+            )
+          )
+        }
+      }
+      return isStatelessBody(body, version) ?
         yield* stateless(request, gated, classify(body)) :
         yield* stateful.post(request, gated, body)
     })
