@@ -126,16 +126,16 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("tools/call thr
       assert.notInclude(JSON.stringify(result), "s3cr3t")
     })))
 
-  it.effect("an unknown tool and a missing path argument are invalid params", () =>
+  it.effect("an unknown tool is invalid params; a missing argument is a tool error naming it", () =>
     Effect.scoped(Effect.gen(function*() {
       const client = yield* connectV1
       const unknown = yield* Effect.promise(() =>
         client.callTool({ name: "nope", arguments: {} }).then(() => "resolved", (e: Error) => e.message)
       )
       assert.include(unknown, "Unknown tool 'nope'")
-      const missing = yield* Effect.promise(() =>
-        client.callTool({ name: "get_pet", arguments: {} }).then(() => "resolved", (e: Error) => e.message)
-      )
-      assert.include(missing, "\"id\" is required")
+      // an input validation error is a tool execution error (MCP 2025-11-25): the model reads it and corrects
+      const missing = yield* Effect.promise(() => client.callTool({ name: "get_pet", arguments: {} }))
+      assert.isTrue(missing.isError)
+      assert.include((missing.content as Array<{ text: string }>)[0]!.text, "arguments.id is required")
     })))
 })

@@ -9,7 +9,8 @@
  *   behind a slow downstream is what turned bursts into OOMs) with a
  *   JSON-RPC error, reason `shed`, and audited as `shed`.
  * - Every attempt, refused or not, is audited exactly once with its outcome
- *   (`CallAudit`), including calls the client cancelled.
+ *   (`CallAudit`), including calls the client cancelled. Arguments that do
+ *   not fit the tool and unknown tools are `invalid`: the caller's mistake.
  * - `admit` (per-IP limiter, authentication, per-identity limiter) and the
  *   authorization of the tool are `Admission`'s; authorization runs before
  *   the permit, inside the audited region, so a refusal is audited `denied`.
@@ -37,6 +38,8 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
   if (error._tag === "Some") {
     const e = error.value as ToolCallError
     if (e._tag === "ToolCallRefused") return e.reason === "unavailable" ? "error" : e.reason
+    // the caller's mistake (an unknown tool, arguments that do not fit), not a failure of the gateway or downstream
+    if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
   }
   return "error"
 }
@@ -76,7 +79,9 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
           Effect.andThen(permitted),
           Effect.onExit((exit) => {
             const outcome = outcomeOf(exit)
-            if (Exit.isFailure(exit) && record.status === null && outcome !== "error") record.status = REFUSED
+            if (Exit.isFailure(exit) && record.status === null && outcome !== "error" && outcome !== "invalid") {
+              record.status = REFUSED
+            }
             // the calls metric (by outcome, tool and connection) is observability/Instrument's
             return audit.record(record, outcome)
           })

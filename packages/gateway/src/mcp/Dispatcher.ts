@@ -19,7 +19,12 @@
  *   MissingRequiredClientCapability (-32021, HTTP 400) and
  *   `data.requiredCapabilities`. 2025-era clients cannot receive one and get a
  *   tool error result instead.
- * - Unknown tools and bad arguments are Invalid Params (-32602); gateway
+ * - Arguments the gateway judged invalid (`InvalidToolArguments` with
+ *   `asToolResult`: the tool's input schema) are a tool result with
+ *   `isError: true` naming the argument and what was expected (MCP
+ *   2025-11-25 "Error Handling": input validation errors are tool execution
+ *   errors, so a model can correct itself).
+ * - Unknown tools and malformed params are Invalid Params (-32602); gateway
  *   refusals (limits, shedding, breaker, authorization) are -32000 with
  *   `data.reason`.
  * - Methods are case-sensitive; unknown ones are Method not found (-32601),
@@ -45,6 +50,7 @@ import {
   describeToolCallError,
   type InputRequest,
   type InputRequiredResult,
+  type InvalidToolArguments,
   type ProgressReporter,
   type Tool,
   type ToolCallError,
@@ -227,6 +233,12 @@ const toProtocolError = (error: ToolCallError): ProtocolError => {
       })
   }
 }
+
+/** An input validation error as MCP 2025-11-25 answers it: a tool result with `isError`, for the model to read. */
+const inputErrorResult = (error: InvalidToolArguments): CallToolResult => ({
+  content: [{ type: "text", text: describeToolCallError(error) }],
+  isError: true
+})
 
 /** What the client sees of a defect: no internals. */
 const internalError = (name: string): ProtocolError =>
@@ -420,6 +432,8 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),
       Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
+      Effect.catchTag("InvalidToolArguments", (error) =>
+        error.asToolResult === true ? Effect.succeed(inputErrorResult(error)) : Effect.fail(error)),
       Effect.mapError(toProtocolError),
       Effect.catchDefect((defect) =>
         Effect.andThen(

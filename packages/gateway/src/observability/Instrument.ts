@@ -91,6 +91,7 @@ export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Metrics.CallOutcom
     if (e._tag === "ToolCallRefused" && typeof e.reason === "string") {
       return e.reason === "unavailable" ? "error" : e.reason as Metrics.CallOutcome
     }
+    if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
   }
   return "error"
 }
