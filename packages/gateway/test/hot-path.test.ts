@@ -12,6 +12,7 @@ import { HttpServer } from "effect/http"
 import type { JanusSettings } from "../src/config/JanusConfig.ts"
 import { ToolCatalog } from "../src/mcp/index.ts"
 import * as GatewayTesting from "../src/testing.ts"
+import { post } from "./mcp/http-client.ts"
 import * as Downstream from "./support/Downstream.ts"
 
 const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
@@ -102,6 +103,31 @@ describe("shedding at MCP_MAX_CONCURRENT_CALLS", () => {
           "ok"
         )
       })))
+
+    it.effect("each tools/call of a JSON-RPC batch (2025-03-26) takes its own permit: the cap sheds the rest", () =>
+      Effect.gen(function*() {
+        const url = (yield* mcpUrl).href
+        const downstream = yield* Downstream.Downstream
+        const before = downstream.hits.get("GET /slow") ?? 0
+        const initialized = yield* post(url, {
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "batcher", version: "1" } }
+        })
+        const session = { "mcp-session-id": initialized.headers.get("mcp-session-id")! }
+        const batch = Array.from({ length: 5 }, (_, i) => ({
+          jsonrpc: "2.0",
+          id: i + 1,
+          method: "tools/call",
+          params: { name: "slow", arguments: { ms: 600 } }
+        }))
+        const reply = yield* post(url, batch, session)
+        const answers = reply.body as ReadonlyArray<{ result?: unknown; error?: { data?: { reason?: string } } }>
+        assert.strictEqual(answers.filter((a) => a.result !== undefined).length, 2)
+        assert.strictEqual(answers.filter((a) => a.error?.data?.reason === "shed").length, 3)
+        assert.strictEqual((downstream.hits.get("GET /slow") ?? 0) - before, 2)
+      }))
   })
 })
 

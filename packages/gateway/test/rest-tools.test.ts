@@ -201,11 +201,21 @@ describe("RestValidation", () => {
       const check = typed.output!
       const good = fromResponse({ status: 200, contentType: "application/json", body: `{"id":"1"}` })
       assert.strictEqual(conform("t", good, "application/json", check), good)
-      const bad = conform("t", fromResponse({ status: 200, contentType: "application/json", body: `{"id":1}` }), "x", check)
+      const bad = conform(
+        "t",
+        fromResponse({ status: 200, contentType: "application/json", body: `{"id":1}` }),
+        "x",
+        check
+      )
       assert.isTrue(bad.isError)
       assert.isUndefined(bad.structuredContent)
       assert.include(bad.content[0]!.text, "structuredContent.id must be string; got the number 1")
-      const text = conform("t", fromResponse({ status: 200, contentType: "text/plain", body: "hi" }), "text/plain", check)
+      const text = conform(
+        "t",
+        fromResponse({ status: 200, contentType: "text/plain", body: "hi" }),
+        "text/plain",
+        check
+      )
       assert.include(text.content[0]!.text, "no structured content (a text/plain body, not JSON)")
       // a downstream error stays what it is
       const failed = fromResponse({ status: 503, contentType: "application/json", body: "{}" })

@@ -148,9 +148,9 @@ const rawCall = (name: string, argumentsJson: string) =>
   Effect.flatMap(mcpUrl, (url) =>
     post(
       url.href,
-      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${argumentsJson},"_meta":${
-        JSON.stringify(meta())
-      }}}`,
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":${
+        JSON.stringify(name)
+      },"arguments":${argumentsJson},"_meta":${JSON.stringify(meta())}}}`,
       { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": name }
     ))
 

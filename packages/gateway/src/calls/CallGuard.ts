@@ -14,6 +14,9 @@
  * - `admit` (per-IP limiter, authentication, per-identity limiter) and the
  *   authorization of the tool are `Admission`'s; authorization runs before
  *   the permit, inside the audited region, so a refusal is audited `denied`.
+ *   A tools/call that is a later message of a JSON-RPC batch first takes its
+ *   own limiter tokens (`admitted`), inside the audited region too: a refusal
+ *   there is audited `rate_limited`.
  *
  * @since 0.1.0
  */
@@ -61,7 +64,12 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         retryAfterMs: 1_000
       })
 
-    const guardCall = <A, E, R>(caller: Caller.Caller, toolName: string, call: Effect.Effect<A, E, R>) =>
+    const guardCall = <A, E, R>(
+      caller: Caller.Caller,
+      toolName: string,
+      call: Effect.Effect<A, E, R>,
+      admitted?: Effect.Effect<void, ToolCallRefused>
+    ) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const record = CallRecord.make(caller.id, toolName, now)
         // the permit: taken only after authorization, refused at once (never queued) past the cap
@@ -75,7 +83,8 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
             )
           }
         )
-        return admission.authorize(caller, toolName).pipe(
+        const authorized = admission.authorize(caller, toolName)
+        return (admitted === undefined ? authorized : Effect.andThen(admitted, authorized)).pipe(
           Effect.andThen(permitted),
           Effect.onExit((exit) => {
             const outcome = outcomeOf(exit)
@@ -88,6 +97,6 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         ) as Effect.Effect<A, E | ToolCallRefused, R>
       })
 
-    return McpGuard.of({ admit: admission.admit, guardCall })
+    return McpGuard.of({ admit: admission.admit, admitMessage: admission.admitMessage, guardCall })
   })
 )

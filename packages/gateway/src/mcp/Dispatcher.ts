@@ -42,7 +42,7 @@ import * as Result from "effect/Result"
 import { type RelayHooks, UpstreamRelay } from "../federation/Relay.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
-import { McpGuard } from "./Guard.ts"
+import { type AdmissionRefused, McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
 import {
@@ -55,6 +55,7 @@ import {
   type Tool,
   type ToolCallError,
   type ToolCallOutcome,
+  ToolCallRefused,
   ToolCatalog
 } from "./ToolCatalog.ts"
 
@@ -93,6 +94,11 @@ export interface CallContext {
    * `ClientRelay.ts`). `clientCapabilities` is added from this context.
    */
   readonly relay?: RelayHooks | undefined
+  /**
+   * The limiter charge of this message when it is not the first of its HTTP
+   * request (a JSON-RPC batch): a tools/call runs it inside its audited guard.
+   */
+  readonly admitted?: Effect.Effect<void, AdmissionRefused> | undefined
 }
 
 /** A `x-mcp-header` annotated argument of a tool (2026-07-28 `Mcp-Param-*`). */
@@ -414,6 +420,16 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       return yield* ProtocolError.invalidParams("tools/call params.requestState must be a string")
     }
     const abort = new AbortController()
+    const admitted = context.admitted === undefined ? undefined : Effect.mapError(
+      context.admitted,
+      (refusal) =>
+        new ToolCallRefused({
+          name,
+          reason: "rate_limited",
+          detail: refusal.message,
+          ...(refusal.retryAfterMs === undefined ? {} : { retryAfterMs: refusal.retryAfterMs })
+        })
+    )
     const outcome = yield* guard.guardCall(
       context.caller,
       name,
@@ -427,13 +443,16 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       }).pipe(
         // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)
         Effect.provideService(UpstreamRelay, { ...context.relay, clientCapabilities: context.clientCapabilities })
-      )
+      ),
+      admitted
     ).pipe(
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),
       Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-      Effect.catchTag("InvalidToolArguments", (error) =>
-        error.asToolResult === true ? Effect.succeed(inputErrorResult(error)) : Effect.fail(error)),
+      Effect.catchTag(
+        "InvalidToolArguments",
+        (error) => error.asToolResult === true ? Effect.succeed(inputErrorResult(error)) : Effect.fail(error)
+      ),
       Effect.mapError(toProtocolError),
       Effect.catchDefect((defect) =>
         Effect.andThen(

@@ -129,7 +129,7 @@ export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (n
   const visit = (node: unknown) => {
     if (!isObject(node) || seen.has(node)) return
     seen.add(node)
-    if (isObject(node.properties)) for (const name of Object.keys(node.properties)) names.add(name)
+    if (isObject(node.properties)) { for (const name of Object.keys(node.properties)) names.add(name) }
     if (isObject(node.patternProperties)) {
       for (const pattern of Object.keys(node.patternProperties)) {
         try {
@@ -139,7 +139,7 @@ export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (n
         }
       }
     }
-    for (const key of composed) if (Array.isArray(node[key])) for (const member of node[key]) visit(member)
+    for (const key of composed) if (Array.isArray(node[key])) { for (const member of node[key]) visit(member) }
     for (const key of conditional) visit(node[key])
     if (typeof node.$ref === "string") visit(localRef(schema, node.$ref))
   }

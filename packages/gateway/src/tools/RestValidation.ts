@@ -110,7 +110,9 @@ export const make = (): RestValidation => {
         return Effect.succeed(validate)
       } catch (error) {
         ajv.removeSchema(schema)
-        return Effect.fail(new UnusableSchema({ field, reason: error instanceof Error ? error.message : String(error) }))
+        return Effect.fail(
+          new UnusableSchema({ field, reason: error instanceof Error ? error.message : String(error) })
+        )
       }
     })
   }
@@ -207,7 +209,9 @@ const describeError = (root: string, error: ErrorObject): string => {
       const properties = isObject(error.parentSchema) && isObject(error.parentSchema.properties) ?
         Object.keys(error.parentSchema.properties) :
         []
-      const what = segments.length === 0 && root === "arguments" ? "an argument of this tool" : "a property allowed here"
+      const what = segments.length === 0 && root === "arguments"
+        ? "an argument of this tool"
+        : "a property allowed here"
       return `${pathText(root, [...segments, name])} is not ${what}${
         properties.length === 0 ? "" : ` (it takes ${properties.join(", ")})`
       }`
@@ -218,9 +222,9 @@ const describeError = (root: string, error: ErrorObject): string => {
       return `${at} must be ${JSON.stringify(params.allowedValue)}; got ${got()}`
     case "maxLength":
     case "minLength":
-      return `${at} must be at ${error.keyword === "maxLength" ? "most" : "least"} ${params.limit} characters long; got ${
-        codePoints(error.data)
-      } characters`
+      return `${at} must be at ${
+        error.keyword === "maxLength" ? "most" : "least"
+      } ${params.limit} characters long; got ${codePoints(error.data)} characters`
     case "maximum":
     case "minimum":
     case "exclusiveMaximum":
