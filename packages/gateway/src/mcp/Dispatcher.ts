@@ -449,11 +449,12 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),
       Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-      Effect.catchTag(
-        "InvalidToolArguments",
-        (error) => error.asToolResult === true ? Effect.succeed(inputErrorResult(error)) : Effect.fail(error)
+      // one combinator for both: an input error the gateway judged is a result, the rest protocol errors
+      Effect.catch((error) =>
+        error._tag === "InvalidToolArguments" && error.asToolResult === true ?
+          Effect.succeed(inputErrorResult(error)) :
+          Effect.fail(toProtocolError(error))
       ),
-      Effect.mapError(toProtocolError),
       Effect.catchDefect((defect) =>
         Effect.andThen(
           Effect.logError(`tools/call of '${name}' failed unexpectedly`, defect),

@@ -230,8 +230,9 @@ export const layer: Layer.Layer<
         })
       })
 
-    const validatorsOf = (tool: CompiledTool) =>
-      tool.validators !== undefined ? Effect.succeed(tool.validators) : validation.compile(tool.plan.endpoint).pipe(
+    /** The first call of a tool version compiles its validators (later snapshots find them in `validation`). */
+    const compileValidators = (tool: CompiledTool) =>
+      validation.compile(tool.plan.endpoint).pipe(
         Effect.tap((validators) => Effect.sync(() => tool.validators = validators)),
         Effect.mapError((unusable) =>
           new ToolCallRefused({
@@ -282,7 +283,7 @@ export const layer: Layer.Layer<
           if (Option.isSome(record)) record.value.connection = tool.connection.name
 
           // the caller's arguments as sent, before redaction rewrites any of them
-          const validators = yield* validatorsOf(tool)
+          const validators = tool.validators ?? (yield* compileValidators(tool))
           const invalid = validators.input(request.arguments)
           if (invalid !== undefined) {
             return yield* new InvalidToolArguments({ name: request.name, detail: invalid, asToolResult: true })

@@ -197,6 +197,16 @@ const loneSurrogate = (text: string): number => {
   return 0xfffd
 }
 
+const notInUrl = (name: string, text: string): string =>
+  `${pathText("arguments", [name])} holds ${
+    characterName(loneSurrogate(text))
+  }, which a URL cannot carry; expected well-formed Unicode text`
+
+const overflow = (name: string, below: ReadonlyArray<string | number>): string =>
+  `${
+    pathText("arguments", [name, ...below])
+  } is a number too large to represent (it overflows to infinity, as 1e400 does); expected a finite number`
+
 /** The path (below the argument) of the first non-finite number in `value`, or undefined. */
 const nonFinite = (value: unknown): Array<string | number> | undefined => {
   if (typeof value === "number") return Number.isFinite(value) ? undefined : []
@@ -221,20 +231,6 @@ export const build = (
 ): Result.Result<RestRequest, InvalidToolArguments> => {
   const { endpoint } = p
   const fail = (message: string) => Result.fail(new InvalidToolArguments({ tool: endpoint.name, message }))
-  const inUrl = (name: string, text: string) =>
-    text.isWellFormed() ?
-      undefined :
-      fail(
-        `${pathText("arguments", [name])} holds ${
-          characterName(loneSurrogate(text))
-        }, which a URL cannot carry; expected well-formed Unicode text`
-      )
-  const overflow = (name: string, below: ReadonlyArray<string | number>) =>
-    fail(
-      `${
-        pathText("arguments", [name, ...below])
-      } is a number too large to represent (it overflows to infinity, as 1e400 does); expected a finite number`
-    )
   let path = ""
   for (const segment of p.segments) {
     if ("literal" in segment) {
@@ -248,12 +244,9 @@ export const build = (
       )
     }
     const overflowing = nonFinite(value)
-    if (overflowing !== undefined) return overflow(segment.param, overflowing)
+    if (overflowing !== undefined) return fail(overflow(segment.param, overflowing))
     const text = scalar(value)
-    if (typeof value === "string") {
-      const refused = inUrl(segment.param, text)
-      if (refused !== undefined) return refused
-    }
+    if (typeof value === "string" && !text.isWellFormed()) return fail(notInUrl(segment.param, text))
     path += encodeURIComponent(text)
   }
   if (!path.startsWith("/")) path = `/${path}`
@@ -264,7 +257,7 @@ export const build = (
     const value = args[name]
     if (value === undefined || !p.declares(name)) continue
     const overflowing = nonFinite(value)
-    if (overflowing !== undefined) return overflow(name, overflowing)
+    if (overflowing !== undefined) return fail(overflow(name, overflowing))
     const location = endpoint.arguments[name] ?? p.defaultLocation
     switch (location) {
       case "path":
@@ -273,8 +266,7 @@ export const build = (
         const items = Array.isArray(value) ? value : value === null ? [] : [value]
         for (const item of items) {
           const text = scalar(item)
-          const refused = inUrl(name, text)
-          if (refused !== undefined) return refused
+          if (!text.isWellFormed()) return fail(notInUrl(name, text))
           query.push([name, text])
         }
         break
