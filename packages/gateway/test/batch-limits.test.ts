@@ -6,49 +6,14 @@
  * refused tools/call its audit record), the rest of the batch runs.
  */
 import { assert, layer } from "@effect/vitest"
-import { AuditLog, ClientTokens, Connections, Endpoints } from "@janus/storage"
-import { Effect, Layer, Redacted } from "effect"
+import { AuditLog, ClientTokens } from "@janus/storage"
+import { Effect, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import type { JanusSettings } from "../src/config/JanusConfig.ts"
-import * as GatewayTesting from "../src/testing.ts"
 import { post } from "./mcp/http-client.ts"
 import * as Downstream from "./support/Downstream.ts"
+import { gateway } from "./support/PetsGateway.ts"
 
 const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base).href))
-
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const connection = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"],
-    retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 }
-  })
-  const endpoints = yield* Endpoints
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
-  })
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "slow",
-    method: "GET",
-    pathTemplate: "/slow",
-    arguments: { ms: "query" },
-    inputSchema: { type: "object", properties: { ms: { type: "integer" } } }
-  })
-})
-
-const gateway = (config: Partial<JanusSettings>) =>
-  Layer.effectDiscard(seed).pipe(
-    Layer.provideMerge(GatewayTesting.layer({ config })),
-    Layer.provideMerge(Downstream.layer)
-  )
 
 /** A 2025-03-26 session (the revision that allows batches); its headers. */
 const session = (authorization?: string) =>

@@ -3,81 +3,13 @@
  * the concurrency cap, the response cache, cancellation and progress.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { AuditLog, Connections, Endpoints, EventLog } from "@janus/storage"
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
-import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Duration, Effect, Layer, Option } from "effect"
-import { HttpServer } from "effect/http"
-import type { JanusSettings } from "../src/config/JanusConfig.ts"
+import { AuditLog, Endpoints, EventLog } from "@janus/storage"
+import { Duration, Effect, Option } from "effect"
 import { ToolCatalog } from "../src/mcp/index.ts"
-import * as GatewayTesting from "../src/testing.ts"
 import { post } from "./mcp/http-client.ts"
 import * as Downstream from "./support/Downstream.ts"
-
-const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
-
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const connection = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"],
-    retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 }
-  })
-  const endpoints = yield* Endpoints
-  const schema = { type: "object", properties: { id: { type: "string" }, ms: { type: "number" } } }
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "slow",
-    method: "GET",
-    pathTemplate: "/slow",
-    arguments: { ms: "query" },
-    inputSchema: schema
-  })
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: schema
-  })
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "create_pet",
-    method: "POST",
-    pathTemplate: "/pets",
-    inputSchema: schema
-  })
-})
-
-const gateway = (config: Partial<JanusSettings>) =>
-  Layer.effectDiscard(seed).pipe(
-    Layer.provideMerge(GatewayTesting.layer({ config })),
-    Layer.provideMerge(Downstream.layer)
-  )
-
-const v2 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV2({ name: "v2", version: "2" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
-      await client.connect(new TransportV2(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
-
-const v1 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV1({ name: "v1", version: "1" })
-      await client.connect(new TransportV1(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
+import { gateway } from "./support/PetsGateway.ts"
+import { mcpUrl, v1, v2 } from "./support/SdkClients.ts"
 
 const settle = (p: Promise<unknown>) => p.then(() => "ok", (e: Error) => e.message)
 

@@ -9,29 +9,16 @@
  * HTTP where a client cannot send the value (1e400).
  */
 import { assert, layer } from "@effect/vitest"
-import { AuditLog, Connections, Endpoints } from "@janus/storage"
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
-import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { AuditLog, Endpoints } from "@janus/storage"
 import { Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../src/testing.ts"
 import { meta, post, STATELESS } from "./mcp/http-client.ts"
 import * as Downstream from "./support/Downstream.ts"
-
-const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
+import { mcpUrl, v1 as connectV1, v2 as connectV2 } from "./support/SdkClients.ts"
 
 const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const pets = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"],
-    retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 },
-    // two failures open the circuit: a caller's mistakes must never get there
-    breaker: { consecutiveFailures: 2, openMs: 60_000 }
-  })
+  // two failures open the circuit: a caller's mistakes must never get there
+  const pets = yield* Downstream.connection({ breaker: { consecutiveFailures: 2, openMs: 60_000 } })
   const endpoints = yield* Endpoints
   const create = (input: Omit<Parameters<typeof endpoints.create>[0], "connectionId">) =>
     endpoints.create({ connectionId: pets.id, ...input })
@@ -117,28 +104,6 @@ const seed = Effect.gen(function*() {
 const TestLayer = Layer.effectDiscard(seed).pipe(
   Layer.provideMerge(GatewayTesting.layer()),
   Layer.provideMerge(Downstream.layer)
-)
-
-const connectV1 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV1({ name: "v1", version: "1.0.0" })
-      await client.connect(new TransportV1(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
-
-const connectV2 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV2({ name: "v2", version: "2.0.0" }, {
-        versionNegotiation: { mode: { pin: "2026-07-28" } }
-      })
-      await client.connect(new TransportV2(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
 )
 
 const textOf = (result: object): string => (result as { content: Array<{ text: string }> }).content[0]!.text
