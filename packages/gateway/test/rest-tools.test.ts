@@ -174,6 +174,11 @@ describe("RestValidation", () => {
       const unusable = yield* Effect.flip(validation.compile(odd))
       assert.strictEqual(unusable.field, "inputSchema")
       assert.include(unusable.reason, "unsupported $schema")
+      assert.strictEqual(yield* Effect.flip(validation.compile(odd)), unusable, "remembered, not compiled again")
+      const broken = versioned(4, { type: "object", properties: { a: { $ref: "#/$defs/missing" } } })
+      const unresolved = yield* Effect.flip(validation.compile(broken))
+      assert.include(unresolved.reason, "can't resolve reference")
+      assert.strictEqual(yield* Effect.flip(validation.compile(broken)), unresolved)
     }))
 
   it.effect("names at most MAX_REPORTED violations, and never echoes a credential-like field", () =>

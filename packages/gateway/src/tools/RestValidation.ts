@@ -18,8 +18,9 @@
  *   path in the arguments (`arguments.items[2].id`), what was expected and
  *   the value given (shortened; never the value of a field named like a
  *   credential), so a model can correct its call.
- * - A schema Ajv cannot compile makes the tool refuse its calls with the
- *   reason; it never runs unchecked.
+ * - A schema Ajv cannot compile makes the tool version refuse its calls
+ *   with the reason (remembered like a compiled one: no call pays for a
+ *   second attempt); it never runs unchecked.
  *
  * Why Ajv, by hand around it: it is the JSON Schema validator storage
  * already uses to accept these schemas, and it compiles a schema to a
@@ -85,7 +86,8 @@ const ajvOptions = {
 
 /** Builds the validator cache. One Ajv instance per draft, created when first needed. */
 export const make = (): RestValidation => {
-  const compiled = new Map<string, ToolValidators>()
+  // a schema that does not compile is remembered too: a call must not cost a compile attempt
+  const compiled = new Map<string, ToolValidators | UnusableSchema>()
   const instances = new Map<Draft, AjvLike>()
 
   const ajvFor = (draft: Draft) =>
@@ -121,7 +123,11 @@ export const make = (): RestValidation => {
     Effect.suspend(() => {
       const key = keyOf(endpoint)
       const existing = compiled.get(key)
-      if (existing !== undefined) return Effect.succeed(existing)
+      if (existing !== undefined) {
+        return existing instanceof UnusableSchema
+          ? Effect.fail(existing)
+          : Effect.succeed(existing)
+      }
       return Effect.gen(function*() {
         const input = yield* compileSchema("inputSchema", endpoint.inputSchema)
         const output = endpoint.outputSchema === undefined ?
@@ -135,11 +141,14 @@ export const make = (): RestValidation => {
         }
         compiled.set(key, validators)
         return validators
-      })
+      }).pipe(Effect.tapError((unusable) => Effect.sync(() => compiled.set(key, unusable))))
     })
 
   return {
-    cached: (endpoint) => compiled.get(keyOf(endpoint)),
+    cached: (endpoint) => {
+      const found = compiled.get(keyOf(endpoint))
+      return found instanceof UnusableSchema ? undefined : found
+    },
     compile,
     retain: (endpoints) => {
       if (compiled.size === 0) return
