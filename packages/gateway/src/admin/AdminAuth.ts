@@ -88,7 +88,7 @@ export class AdminAuth extends Context.Service<AdminAuth, {
           onSome: ([settings]) =>
             wwwAuthenticate({
               resourceMetadataUrl: metadataUrl(settings, request.url),
-              scopes: settings.adminScopes,
+              scopes: settings.advertisedAdminScopes,
               ...(error === "invalid" ? { error: "invalid_token" as const, errorDescription: message } : {})
             })
         })
