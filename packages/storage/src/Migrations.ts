@@ -213,6 +213,14 @@ export const migrations = {
     `ALTER TABLE connections ADD CONSTRAINT connections_auth_scheme_check
       CHECK (auth_scheme IN ('none', 'bearer', 'header', 'basic', 'oauth-client-credentials')
         AND (auth_scheme <> 'oauth-client-credentials' OR (kind = 'mcp' AND auth_oauth IS NOT NULL)))`
+  ),
+  // `invalid`: a call whose arguments do not fit the tool's input schema (the caller's mistake, not an error).
+  // A REST endpoint may declare the JSON Schema of its structured result (null: none).
+  "0007_invalid_outcome_output_schema": statements(
+    `ALTER TABLE audit_records DROP CONSTRAINT audit_records_outcome_check`,
+    `ALTER TABLE audit_records ADD CONSTRAINT audit_records_outcome_check
+      CHECK (outcome IN ('ok', 'error', 'denied', 'invalid', 'rate_limited', 'shed', 'breaker_open', 'timeout'))`,
+    `ALTER TABLE endpoints ADD COLUMN output_schema jsonb`
   )
 } as const
 
