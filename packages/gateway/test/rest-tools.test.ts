@@ -117,6 +117,9 @@ describe("RestRequest", () => {
     assert.deepStrictEqual(JSON.parse(ok(build(open, { any: 1 })).body!), { any: 1 })
     const closed = plan(endpoint("POST", "/u", {}, []))
     assert.isUndefined(ok(build(closed, { any: 1 })).body)
+    // a free-form schema (`{type:"object"}`, nothing declared anywhere) describes no argument to hold extras against
+    const freeForm = plan(new Endpoint({ ...endpoint("POST", "/u"), inputSchema: { type: "object" } }))
+    assert.deepStrictEqual(JSON.parse(ok(build(freeForm, { any: 1 })).body!), { any: 1 })
   })
 
   it("refuses a number too large to represent anywhere in an argument, and a lone surrogate in a URL", () => {

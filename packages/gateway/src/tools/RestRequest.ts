@@ -14,7 +14,9 @@
  * - Only arguments the input schema declares are sent: its `properties`
  *   (also inside `allOf`/`anyOf`/`oneOf`/`if`/`then`/`else` and local
  *   `$ref`s) and `patternProperties`, or any argument when the schema
- *   explicitly allows more (`additionalProperties` other than false). Others
+ *   explicitly allows more (`additionalProperties` other than false) or is
+ *   free-form (no `properties` or `patternProperties` anywhere: it describes
+ *   no argument, so there is nothing to hold the caller's against). Others
  *   are dropped, never forwarded.
  * - Refused with an `InvalidToolArguments` error that says which argument and
  *   why (arguments never override the secret the gateway injects nor the
@@ -126,9 +128,11 @@ export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (n
   const names = new Set<string>()
   const patterns: Array<RegExp> = []
   const seen = new Set<unknown>()
+  let describesArguments = false
   const visit = (node: unknown) => {
     if (!isObject(node) || seen.has(node)) return
     seen.add(node)
+    if (node.properties !== undefined || node.patternProperties !== undefined) describesArguments = true
     if (isObject(node.properties)) { for (const name of Object.keys(node.properties)) names.add(name) }
     if (isObject(node.patternProperties)) {
       for (const pattern of Object.keys(node.patternProperties)) {
@@ -144,6 +148,7 @@ export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (n
     if (typeof node.$ref === "string") visit(localRef(schema, node.$ref))
   }
   visit(schema)
+  if (!describesArguments) return () => true
   return patterns.length === 0 ?
     (name) => names.has(name) :
     (name) => names.has(name) || patterns.some((pattern) => pattern.test(name))
