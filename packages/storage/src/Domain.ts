@@ -267,6 +267,11 @@ export class Endpoint extends Schema.Class<Endpoint>("@janus/storage/Endpoint")(
   pathTemplate: Schema.String,
   arguments: Schema.Record(Schema.String, ArgumentLocation),
   inputSchema: JsonSchemaObject,
+  /**
+   * The JSON Schema (type "object") of the tool's `structuredContent`, listed
+   * in tools/list; a response that does not conform makes the call an error.
+   */
+  outputSchema: Schema.optional(JsonSchemaObject),
   idempotent: Schema.Boolean,
   version: Schema.Int,
   createdAt: Schema.Date,
@@ -285,6 +290,8 @@ export const EndpointInput = Schema.Struct({
   pathTemplate: Schema.String.check(Schema.isMaxLength(2048, expected("at most 2048 characters"))),
   arguments: Schema.Record(Schema.String, ArgumentLocation).pipe(Schema.withDecodingDefaultKey(succeed({}))),
   inputSchema: JsonSchemaObject,
+  /** Absent or null: the tool declares no output schema. */
+  outputSchema: Schema.optionalKey(Schema.NullOr(JsonSchemaObject)),
   idempotent: Schema.optionalKey(Schema.Boolean)
 })
 export type EndpointInput = typeof EndpointInput.Encoded

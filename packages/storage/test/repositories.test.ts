@@ -53,8 +53,8 @@ for (const backend of backends) {
           const again = yield* Migrations.run
           assert.deepStrictEqual(again, [])
           const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM janus_migrations ORDER BY 1`
-          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5, 6, 7])
-          assert.strictEqual(Migrations.latestId, 7)
+          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5, 6, 7, 8])
+          assert.strictEqual(Migrations.latestId, 8)
           yield* (yield* StorageHealth).check
         }))
 
@@ -348,6 +348,7 @@ for (const backend of backends) {
           assert.strictEqual(created.idempotent, true)
           assert.deepStrictEqual(created.arguments, { id: "path", verbose: "query" })
           assert.strictEqual(created.inputSchema.type, "object")
+          assert.isUndefined(created.outputSchema)
 
           const post = yield* endpoints.create(endpointInput(connection.id, unique("create_user"), { method: "POST" }))
           assert.strictEqual(post.idempotent, false)
@@ -365,7 +366,19 @@ for (const backend of backends) {
           assert.strictEqual(updated.version, 2)
           assert.strictEqual(updated.description, "Fetch a user")
           assert.strictEqual(updated.idempotent, false)
+          // an output schema is kept as given, and dropped with null
+          const outputSchema = { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
+          const typed = yield* endpoints.update(created.id, 2, endpointInput(connection.id, name, { outputSchema }))
+          assert.deepStrictEqual(typed.outputSchema, outputSchema)
+          assert.deepStrictEqual((yield* endpoints.get(created.id)).outputSchema, outputSchema)
+          const untyped = yield* endpoints.update(
+            created.id,
+            3,
+            endpointInput(connection.id, name, { outputSchema: null })
+          )
+          assert.isUndefined(untyped.outputSchema)
           yield* expectFailure(endpoints.update(created.id, 1, endpointInput(connection.id, name)), "VersionConflict")
+          assert.strictEqual(untyped.version, 4)
 
           yield* endpoints.delete(post.id)
           yield* expectFailure(endpoints.get(post.id), "NotFound")
@@ -401,6 +414,12 @@ for (const backend of backends) {
             "InvalidInputSchema"
           )
           assert.include(broken.reason, "type")
+          const output = yield* expectFailure(
+            endpoints.create(endpointInput(rest.id, unique("t"), { outputSchema: { type: "array" } })),
+            "InvalidInputSchema"
+          )
+          assert.strictEqual(output.field, "outputSchema")
+          assert.include(output.message, "invalid outputSchema")
           yield* expectFailure(
             endpoints.create(endpointInput(rest.id, unique("t"), {
               arguments: { id: "path" },

@@ -4,6 +4,10 @@
  *
  * **Rules** (SPEC "The hot path of tools/call, in order")
  *
+ * - `admitMessage`: each message of a JSON-RPC batch after the first takes
+ *   one token of both tiers, as a request of its own would (the batch's
+ *   request took one for its first message); the credential is not looked
+ *   at again.
  * - `admit`, once per HTTP request, before the body is read:
  *   1. per-IP limiter (pre-auth DoS guard, 300/s burst 600) keyed by the
  *      client address (`ClientIp`: the socket peer, or `X-Forwarded-For`
@@ -70,6 +74,8 @@ export class AdmissionConfigError extends Schema.TaggedError<AdmissionConfigErro
 export class Admission extends Context.Service<Admission, {
   /** per-IP limiter -> authenticate -> per-identity limiter. */
   readonly admit: (request: AdmissionRequest) => Effect.Effect<Caller.Caller, AdmissionRefused>
+  /** One more message of an admitted request: one token of each tier. */
+  readonly admitMessage: (request: AdmissionRequest, caller: Caller.Caller) => Effect.Effect<void, AdmissionRefused>
   /** The "authorize the tool" step: `denied` when `toolName` is outside the caller's scope. */
   readonly authorize: (caller: Caller.Caller, toolName: string) => Effect.Effect<void, ToolCallRefused>
   /** Whether tools/list shows `toolName` to `caller`. */
@@ -133,7 +139,8 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
         status: 429,
         message: `Too many requests ${what}: the limit is ${policy.rate} per second (burst ${policy.burst}); ` +
           `retry after ${s} s`,
-        headers: AuthHeaders.tooManyRequests(policy, header, error.retryAfterMs)
+        headers: AuthHeaders.tooManyRequests(policy, header, error.retryAfterMs),
+        retryAfterMs: error.retryAfterMs
       })
     }
   }
@@ -145,15 +152,21 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
       ? Effect.succeed(caller)
       : Effect.as(Effect.mapError(limits.consume("identity", caller.id), identityRefusal), caller)
 
+  const ipLimit = (request: AdmissionRequest): Effect.Effect<void, AdmissionRefused> =>
+    Effect.mapError(limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)), ipRefusal)
+
   const admit = (request: AdmissionRequest): Effect.Effect<Caller.Caller, AdmissionRefused> =>
-    limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)).pipe(
-      Effect.mapError(ipRefusal),
+    ipLimit(request).pipe(
       Effect.andThen(authenticate(request.headers, request.url)),
       Effect.flatMap(identityLimit)
     )
 
+  const admitMessage = (request: AdmissionRequest, caller: Caller.Caller): Effect.Effect<void, AdmissionRefused> =>
+    Effect.andThen(ipLimit(request), Effect.asVoid(identityLimit(caller)))
+
   return Admission.of({
     admit,
+    admitMessage,
     authorize: ToolScope.authorize,
     canSee: ToolScope.canSee,
     canUseServer: ToolScope.canUseServer,

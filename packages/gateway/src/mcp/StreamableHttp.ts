@@ -32,7 +32,7 @@ import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/h
 import * as Hardening from "../auth/Hardening.ts"
 import type { Caller } from "./Caller.ts"
 import { Dispatcher, type DispatcherOptions } from "./Dispatcher.ts"
-import { AdmissionRefused, McpGuard } from "./Guard.ts"
+import { AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
 import { classify, ProtocolError } from "./JsonRpc.ts"
@@ -151,12 +151,9 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
   ): Effect.Effect<Caller | HttpServerResponse.HttpServerResponse> => {
     const origin = request.headers[Header.origin]
     if (!originAllowed(origin)) return Effect.succeed(forbidden(origin!))
-    const admitted = guard.admit({
-      method: request.method,
-      url: request.url,
-      headers: request.headers,
-      remoteAddress: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
-    }).pipe(Effect.catchTag("AdmissionRefused", (refusal) => Effect.succeed(refused(refusal))))
+    const admitted = guard.admit(admissionRequest(request)).pipe(
+      Effect.catchTag("AdmissionRefused", (refusal) => Effect.succeed(refused(refusal)))
+    )
     if (scopeCaller === undefined) return admitted
     // after authentication: this mount's narrowing (e.g. the virtual server of `/servers/:name/mcp`)
     return Effect.flatMap(
@@ -235,7 +232,23 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
       const read = yield* readBody(request)
       if (!isParsedBody(read)) return read
       const body = read.value
-      return isStatelessBody(body, request.headers[Header.protocolVersion]) ?
+      const version = request.headers[Header.protocolVersion]
+      if (!isObject(body)) {
+        // not one message: said as such, before any session rule could be quoted instead
+        if (!Array.isArray(body)) {
+          const invalid = classify(body) as { readonly reason: string }
+          return HttpReply.error(null, ProtocolError.invalidRequest(`Invalid Request: ${invalid.reason}`))
+        }
+        if (version?.trim() === STATELESS_VERSION) {
+          return HttpReply.error(
+            null,
+            ProtocolError.invalidRequest(
+              `Invalid Request: got a JSON-RPC batch of ${body.length} messages; protocol ${STATELESS_VERSION} (the MCP-Protocol-Version header) takes one message per POST`
+            )
+          )
+        }
+      }
+      return isStatelessBody(body, version) ?
         yield* stateless(request, gated, classify(body)) :
         yield* stateful.post(request, gated, body)
     })

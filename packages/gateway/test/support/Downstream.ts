@@ -2,7 +2,7 @@
  * A real HTTP downstream on loopback for hot-path tests: a tiny pet API that
  * counts the requests it sees and can be slow or failing on demand.
  */
-import { Connections, Endpoints, VirtualServers } from "@janus/storage"
+import { Connections, Endpoints, type RestConnectionInput, VirtualServers } from "@janus/storage"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -79,6 +79,24 @@ export const layer: Layer.Layer<Downstream> = Layer.effect(
 )
 
 /**
+ * A rest connection `pets` to the downstream: allow-listed (the operator
+ * trusts this loopback service, as an allow-list entry does), one attempt per
+ * call, plus `extra`.
+ */
+export const connection = (extra: Partial<typeof RestConnectionInput.Encoded> = {}) =>
+  Effect.gen(function*() {
+    const downstream = yield* Downstream
+    return yield* (yield* Connections).create({
+      kind: "rest",
+      name: "pets",
+      baseUrl: downstream.url,
+      egressAllowList: ["127.0.0.1"],
+      retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 },
+      ...extra
+    })
+  })
+
+/**
  * The `pets` REST connection to this downstream, with one `GET /pets/{id}`
  * endpoint per name in `tools` and, for each `[name, tools]` of
  * `virtualServers`, a virtual server of those tools.
@@ -88,17 +106,11 @@ export const seedPets = (options: {
   readonly virtualServers?: ReadonlyArray<readonly [string, ReadonlyArray<string>]>
 }) =>
   Effect.gen(function*() {
-    const downstream = yield* Downstream
-    const connection = yield* (yield* Connections).create({
-      kind: "rest",
-      name: "pets",
-      baseUrl: downstream.url,
-      egressAllowList: ["127.0.0.1"]
-    })
+    const pets = yield* connection()
     const endpoints = yield* Endpoints
     for (const name of options.tools) {
       yield* endpoints.create({
-        connectionId: connection.id,
+        connectionId: pets.id,
         name,
         method: "GET",
         pathTemplate: "/pets/{id}",
