@@ -24,6 +24,7 @@ import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
@@ -208,7 +209,8 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing())),
     Layer.provideMerge(options.server),
     Layer.provideMerge(Instrument.eventLogLayer),
-    Layer.provideMerge(options.storage)
+    // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning
+    Layer.provideMerge(options.storage.pipe(Layer.provideMerge(StdioAllowList.layer)))
   )
 
 /** The gateway serving HTTP, given its configuration. */

@@ -168,7 +168,12 @@ export const VARIABLES = {
     true,
     "Accept tokens for OAUTH_RESOURCE (and OAUTH_AUDIENCES) on /servers/{name}/mcp, besides tokens for that URL"
   ),
-  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses")
+  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses"),
+  JANUS_STDIO_COMMANDS: variable(
+    Settings.list,
+    [],
+    "Programs stdio upstream MCP servers may run: names on PATH or absolute paths, * within a path segment (comma-separated); empty allows none"
+  )
 } as const
 
 type Variables = typeof VARIABLES

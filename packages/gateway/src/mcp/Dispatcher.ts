@@ -39,12 +39,12 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
-import { type RelayHooks, UpstreamRelay } from "../federation/Relay.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
 import { type AdmissionRefused, McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
+import { type RelayHooks, UpstreamRelay } from "./Relay.ts"
 import {
   type CallToolResult,
   describeToolCallError,
