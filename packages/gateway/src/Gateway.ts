@@ -25,6 +25,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import { HealthRoutes } from "./http/Health.ts"
+import * as HostCheck from "./http/HostCheck.ts"
 import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
@@ -94,6 +95,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
       )
     })),
     Prometheus.layerHttp,
+    // DNS rebinding: a Host that is none of the gateway's names is refused on every route but the probes
+    HostCheck.layer,
     // request ids, HTTP metrics, the drain gate (503 for new requests once SIGTERM arrived)
     HttpObservability.layer()
   )
