@@ -118,7 +118,7 @@ describe.each(targets)("invariants of %s", (target) => {
       listenHost: setting(r, "JANUS_HOST")
     })
     const podLabels = r.deployment.spec!.template.metadata!.labels
-    const services = r.services.filter((svc) => selects({ matchLabels: svc.spec!.selector }, podLabels))
+    const services = r.services.filter((svc) => selects({ matchLabels: svc.spec!.selector ?? {} }, podLabels))
     assert.isNotEmpty(services, "a Service selects the gateway's pods")
     const names = services.flatMap((svc) => {
       const name = svc.metadata!.name!

@@ -32,7 +32,7 @@
  * @since 0.1.0
  */
 import { AdminTokens } from "@janus/storage"
-import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Admission } from "../auth/Admission.ts"
 import * as Origin from "../mcp/Origin.ts"
@@ -57,7 +57,7 @@ export type AdminPrincipal =
     readonly subject: string
     readonly issuer: string
     readonly clientId: string | undefined
-    /** When the access token expires (epoch ms): an event stream it opened ends then. */
+    /** When the access token stops being accepted (epoch ms): an event stream it opened ends then. */
     readonly expiresAt: number
   }
 
@@ -146,7 +146,8 @@ export class AdminAuth extends Context.Service<AdminAuth, {
             subject: identity.subject,
             issuer: identity.issuer,
             clientId: identity.clientId,
-            expiresAt: identity.expiresAt * 1_000
+            // accepted until `exp` plus the skew (see auth/Authenticate.ts)
+            expiresAt: (identity.expiresAt + Duration.toSeconds(settings.clockSkew)) * 1_000
           } satisfies AdminPrincipal
         }
         return yield* refuse(

@@ -29,7 +29,7 @@
  * @since 0.1.0
  */
 import { type ClientToken, type ConfigCache, type ConfigSnapshot, SecretBox, type TokenCache } from "@janus/storage"
-import { Effect, Metric, Option, Result } from "effect"
+import { Duration, Effect, Metric, Option, Result } from "effect"
 import type { Headers } from "effect/http"
 import * as Caller from "../mcp/Caller.ts"
 import { AdmissionRefused } from "../mcp/Guard.ts"
@@ -194,13 +194,15 @@ export const make = (options: AuthenticateOptions): Authenticate => {
       )
     )
 
-  const oauthCaller = (identity: OAuthIdentity): Caller.Caller => ({
+  const oauthCaller = (identity: OAuthIdentity, settings: OAuthSettings): Caller.Caller => ({
     id: identity.key,
     scopes: identity.scopes,
     kind: "oauth",
     name: identity.subject,
     tools: null,
-    virtualServers: null
+    virtualServers: null,
+    // accepted until `exp` plus the skew: a stream ending sooner would be reopened and end again at once
+    expiresAt: (identity.expiresAt + Duration.toSeconds(settings.clockSkew)) * 1_000
   })
 
   return (headers, url) => {
@@ -216,7 +218,7 @@ export const make = (options: AuthenticateOptions): Authenticate => {
     if (Option.isSome(oauth) && looksLikeJwt(token)) {
       const { settings, verifier } = oauth.value
       return verifier.verify(token).pipe(
-        Effect.map(oauthCaller),
+        Effect.map((identity) => oauthCaller(identity, settings)),
         Effect.catch((error) =>
           refuse(
             error._tag === "InsufficientScope"

@@ -31,10 +31,11 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Layer, Stream } from "effect"
+import { Deferred, Duration, Effect, Layer } from "effect"
 import * as ByteSize from "effect/ByteSize"
-import { HttpBody, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import * as Hardening from "../auth/Hardening.ts"
+import { endWhen } from "../http/StreamEnd.ts"
 import type { Caller } from "./Caller.ts"
 import * as Cors from "./Cors.ts"
 import { Dispatcher, type DispatcherOptions } from "./Dispatcher.ts"
@@ -220,16 +221,10 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
         ))
     )
 
-  /** An event-stream response of `caller` that ends when its credential does. */
+  /** A streamed response of `caller` that ends when its credential does. */
   const lifetime = options.streamLifetime
-  const untilRevoked = (caller: Caller, since: number) => (response: HttpServerResponse.HttpServerResponse) => {
-    const body = response.body
-    if (lifetime === undefined || body._tag !== "Stream") return response
-    return HttpServerResponse.setBody(
-      response,
-      HttpBody.stream(Stream.interruptWhen(body.stream, lifetime(caller, since)), body.contentType, body.contentLength)
-    )
-  }
+  const untilRevoked = (caller: Caller, since: number) => (response: HttpServerResponse.HttpServerResponse) =>
+    lifetime === undefined || response.body._tag !== "Stream" ? response : endWhen(response, lifetime(caller, since))
 
   /**
    * A route's handler behind the gate: `handle` runs for an admitted caller;
