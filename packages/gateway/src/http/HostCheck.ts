@@ -103,17 +103,31 @@ const refusal = (path: string, host: string): HttpServerResponse.HttpServerRespo
     HttpServerResponse.jsonUnsafe({ error: { code: "host_not_allowed", message } }, { status: 403, headers })
 }
 
+/** What the operator should know at start: the check is off, or only addresses reach a wildcard listener. */
+const startNotice = (allowedHosts: ReadonlyArray<string>, listenHost: string): Effect.Effect<void> =>
+  allowedHosts.includes("*") ?
+    Effect.logWarning("JANUS_ALLOWED_HOSTS is *: every Host is served, without protection against DNS rebinding") :
+    allowedHosts.length === 0 && isIP(listenHost) !== 0 && !["127.0.0.1", "::1"].includes(listenHost) ?
+    Effect.logInfo(
+      `Listening on ${listenHost} with no JANUS_ALLOWED_HOSTS: requests are served under IP addresses and ` +
+        "localhost only; list the names clients use in JANUS_ALLOWED_HOSTS"
+    ) :
+    Effect.void
+
 /** The check as a global middleware, from `JANUS_ALLOWED_HOSTS` and `JANUS_HOST`. */
 export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | JanusConfig> = HttpRouter.middleware(
-  Effect.map(Effect.service(JanusConfig), (config) => {
+  Effect.flatMap(Effect.service(JanusConfig), (config) => {
     const allowed = make({ allowedHosts: config.JANUS_ALLOWED_HOSTS, listenHost: config.JANUS_HOST })
-    return (app) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const host = request.headers.host
-        if (allowed(host)) return app
-        const path = pathOf(request.url)
-        return UNCHECKED_PATHS.has(path) ? app : Effect.succeed(refusal(path, host!))
-      })
+    return Effect.as(
+      startNotice(config.JANUS_ALLOWED_HOSTS, config.JANUS_HOST),
+      (app) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const host = request.headers.host
+          if (allowed(host)) return app
+          const path = pathOf(request.url)
+          return UNCHECKED_PATHS.has(path) ? app : Effect.succeed(refusal(path, host!))
+        })
+    )
   }),
   { global: true }
 )

@@ -72,14 +72,14 @@ const client = async ({ gateway, token }: { gateway: string; token: string }): P
     })
   })
   const session = init.headers.get("mcp-session-id")
-  const initBody = await init.json()
+  const initBody: any = await init.json()
   const sessionHeaders = { ...auth, "mcp-session-id": session ?? "", "mcp-protocol-version": "2025-11-25" }
   const list = await fetch(`${gateway}/mcp`, {
     method: "POST",
     headers: { ...json, ...sessionHeaders },
     body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} })
   })
-  const listBody = await list.json()
+  const listBody: any = await list.json()
   const controller = new AbortController()
   const stream = await fetch(`${gateway}/mcp`, {
     headers: { ...sessionHeaders, accept: "text/event-stream", "last-event-id": "get.0" },
@@ -102,7 +102,7 @@ const client = async ({ gateway, token }: { gateway: string; token: string }): P
       }
     })
   })
-  const statelessBody = await stateless.json()
+  const statelessBody: any = await stateless.json()
   const unauthenticated = await fetch(`${gateway}/mcp`, {
     method: "POST",
     headers: json,
