@@ -8,7 +8,7 @@ import { NodeRedis } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { ClientTokens } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
-import { Context, Effect, Layer, Logger, Metric, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Logger, Metric, Redacted } from "effect"
 import { Redis } from "effect/persistence"
 import * as Net from "node:net"
 import { Limits } from "../../src/auth/index.ts"
@@ -121,7 +121,9 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         const prefix = `${unique("janus-test")}:`
         const keys = yield* keysUnder(prefix)
         // a generous Redis timeout: this is about sharing, not about a slow Redis on a busy machine
-        const options = { redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix, timeout: "2 seconds" } }
+        const options = {
+          redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix, timeout: Duration.seconds(2) }
+        }
         const a = yield* admission(options)
         const b = yield* admission(options)
         const ip = "198.51.100.60"
@@ -132,7 +134,7 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
           const refused = yield* Effect.flip(
             instance.admitAuthentication(request({ ip }), Effect.succeed("admin"), () => false)
           )
-          assert.strictEqual(refused !== "invalid_token" && refused.status, 429)
+          assert.strictEqual(refused.status, 429)
         }
         assert.isTrue((yield* keys).some((key) => key === `${prefix}fail:${ip}`))
       }))
