@@ -96,6 +96,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
         Studio.routes(),
         AdminApiRoutes,
         McpHttp.layer(options),
+        // RFC 9728 metadata for /mcp and the virtual servers, when OAuth is on
+        Security.ProtectedResourceMetadataLive,
         // virtual servers: one mount for all, the server taken from the route per request
         Layer.unwrap(Effect.map(VirtualServers.scopeCaller, (scopeCaller) =>
           McpHttp.layer({

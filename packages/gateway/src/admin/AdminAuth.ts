@@ -32,7 +32,7 @@
  * @since 0.1.0
  */
 import { AdminTokens } from "@janus/storage"
-import { Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Admission } from "../auth/Admission.ts"
 import * as Origin from "../mcp/Origin.ts"
@@ -104,7 +104,7 @@ export class AdminAuth extends Context.Service<AdminAuth, {
           onSome: ([settings]) =>
             wwwAuthenticate({
               resourceMetadataUrl: metadataUrl(settings, request.url),
-              scopes: settings.adminScopes,
+              scopes: settings.advertisedAdminScopes,
               ...(error === "invalid" ? { error: "invalid_token" as const, errorDescription: message } : {})
             })
         })
@@ -146,8 +146,7 @@ export class AdminAuth extends Context.Service<AdminAuth, {
             subject: identity.subject,
             issuer: identity.issuer,
             clientId: identity.clientId,
-            // accepted until `exp` plus the skew (see auth/Authenticate.ts)
-            expiresAt: (identity.expiresAt + Duration.toSeconds(settings.clockSkew)) * 1_000
+            expiresAt: identity.acceptedUntil
           } satisfies AdminPrincipal
         }
         return yield* refuse(

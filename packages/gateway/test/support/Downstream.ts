@@ -2,6 +2,7 @@
  * A real HTTP downstream on loopback for hot-path tests: a tiny pet API that
  * counts the requests it sees and can be slow or failing on demand.
  */
+import { Connections, Endpoints, VirtualServers } from "@janus/storage"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -76,3 +77,35 @@ export const layer: Layer.Layer<Downstream> = Layer.effect(
     ({ close }) => Effect.sync(close)
   ).pipe(Effect.map(({ state }) => Downstream.of(state)))
 )
+
+/**
+ * The `pets` REST connection to this downstream, with one `GET /pets/{id}`
+ * endpoint per name in `tools` and, for each `[name, tools]` of
+ * `virtualServers`, a virtual server of those tools.
+ */
+export const seedPets = (options: {
+  readonly tools: ReadonlyArray<string>
+  readonly virtualServers?: ReadonlyArray<readonly [string, ReadonlyArray<string>]>
+}) =>
+  Effect.gen(function*() {
+    const downstream = yield* Downstream
+    const connection = yield* (yield* Connections).create({
+      kind: "rest",
+      name: "pets",
+      baseUrl: downstream.url,
+      egressAllowList: ["127.0.0.1"]
+    })
+    const endpoints = yield* Endpoints
+    for (const name of options.tools) {
+      yield* endpoints.create({
+        connectionId: connection.id,
+        name,
+        method: "GET",
+        pathTemplate: "/pets/{id}",
+        arguments: { id: "path" },
+        inputSchema: { type: "object", properties: { id: { type: "string" } } }
+      })
+    }
+    const servers = yield* VirtualServers
+    for (const [name, tools] of options.virtualServers ?? []) yield* servers.create({ name, tools: [...tools] })
+  })
