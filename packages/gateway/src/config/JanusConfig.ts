@@ -70,7 +70,7 @@ export const VARIABLES = {
   JANUS_ALLOWED_HOSTS: variable(
     Settings.hostNames,
     [],
-    "Host names the gateway answers to besides loopback names, IP addresses and JANUS_HOST " +
+    "Host names the gateway answers to besides loopback names, IP addresses, JANUS_HOST and OAUTH_RESOURCE's host " +
       "(comma-separated; .example.com for a domain and its subdomains): every other Host is refused " +
       "(DNS rebinding)"
   ),

@@ -13,7 +13,8 @@
  *     pod-to-pod calls by pod IP need no configuration;
  *   - a loopback name: `localhost` and `*.localhost` (browsers resolve those
  *     to loopback themselves, RFC 6761);
- *   - the listen host `JANUS_HOST` when it is a name;
+ *   - the listen host `JANUS_HOST` when it is a name, and the host of
+ *     `OAUTH_RESOURCE` (the public URL the operator already declared);
  *   - a name of `JANUS_ALLOWED_HOSTS`: exact, or `.example.com` for that
  *     domain and its subdomains; `*` turns the check off.
  * - Anything else is 403, with a JSON-RPC error on the MCP paths and the
@@ -26,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
 import { JanusConfig } from "../config/JanusConfig.ts"
@@ -43,6 +44,8 @@ export interface HostPolicy {
   readonly allowedHosts: ReadonlyArray<string>
   /** `JANUS_HOST`, allowed when it is a name. */
   readonly listenHost?: string | undefined
+  /** `OAUTH_RESOURCE`: its host is allowed. */
+  readonly resource?: string | undefined
 }
 
 /** The name part of a `Host` header value: lowercased, without port and trailing dot; brackets kept for IPv6. */
@@ -73,6 +76,7 @@ export const make = (policy: HostPolicy): (host: string | undefined) => boolean 
     } else exact.add(entry)
   }
   if (policy.listenHost !== undefined) exact.add(hostName(policy.listenHost))
+  if (policy.resource !== undefined && URL.canParse(policy.resource)) exact.add(hostName(new URL(policy.resource).host))
   return (host) => {
     if (host === undefined || any) return true
     const name = hostName(host)
@@ -83,8 +87,8 @@ export const make = (policy: HostPolicy): (host: string | undefined) => boolean 
 /** The 403 message: which Host, and how to serve it. */
 export const rejectionMessage = (host: string): string =>
   `Host ${JSON.stringify(host.slice(0, 200))} is not a name of this gateway: it answers to IP addresses, ` +
-  `localhost, JANUS_HOST and the names in JANUS_ALLOWED_HOSTS (a page reaching it under another name may be ` +
-  `a DNS-rebinding attack); add the name to JANUS_ALLOWED_HOSTS to serve it`
+  `localhost, JANUS_HOST, the host of OAUTH_RESOURCE and the names in JANUS_ALLOWED_HOSTS (a page reaching it ` +
+  `under another name may be a DNS-rebinding attack); add the name to JANUS_ALLOWED_HOSTS to serve it`
 
 const pathOf = (url: string): string => {
   const query = url.indexOf("?")
@@ -117,7 +121,11 @@ const startNotice = (allowedHosts: ReadonlyArray<string>, listenHost: string): E
 /** The check as a global middleware, from `JANUS_ALLOWED_HOSTS` and `JANUS_HOST`. */
 export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | JanusConfig> = HttpRouter.middleware(
   Effect.flatMap(Effect.service(JanusConfig), (config) => {
-    const allowed = make({ allowedHosts: config.JANUS_ALLOWED_HOSTS, listenHost: config.JANUS_HOST })
+    const allowed = make({
+      allowedHosts: config.JANUS_ALLOWED_HOSTS,
+      listenHost: config.JANUS_HOST,
+      resource: Option.getOrUndefined(config.OAUTH_RESOURCE)
+    })
     return Effect.as(
       startNotice(config.JANUS_ALLOWED_HOSTS, config.JANUS_HOST),
       (app) =>

@@ -13,11 +13,12 @@
  *
  * Raw `node:http` requests: `fetch` cannot choose the `Host` header.
  */
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, describe, it as plain, layer } from "@effect/vitest"
 import { AdminTokens, ClientTokens } from "@janus/storage"
 import { Effect, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as Http from "node:http"
+import * as HostCheck from "../../src/http/HostCheck.ts"
 import * as GatewayTesting from "../../src/testing.ts"
 
 interface RawReply {
@@ -174,6 +175,21 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("browsers
           assert.strictEqual(reply.status, 403, `Host ${host}: ${reply.text}`)
         }
       }))
+
+    plain("the listen host and the host of OAUTH_RESOURCE are names of the gateway too", () => {
+      const served = HostCheck.make({
+        allowedHosts: [],
+        listenHost: "janus.internal",
+        resource: "https://MCP.Example.org:8443/mcp"
+      })
+      for (const host of ["janus.internal:8080", "mcp.example.org", "mcp.example.org:8443", "127.0.0.1:1"]) {
+        assert.isTrue(served(host), host)
+      }
+      for (const host of ["example.org", "other.example.org", "janus.internal.evil.example"]) {
+        assert.isFalse(served(host), host)
+      }
+      assert.isTrue(HostCheck.make({ allowedHosts: ["*"] })("anything.example"), "* turns the check off")
+    })
 
     it.effect("GET /api/v1/config shows JANUS_ALLOWED_HOSTS", () =>
       Effect.gen(function*() {
