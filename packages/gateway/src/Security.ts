@@ -56,6 +56,7 @@ export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
     trustedProxies: config.JANUS_TRUSTED_PROXIES,
     ipLimit: { rate: config.RATE_LIMIT_IP, burst: config.RATE_LIMIT_IP_BURST },
     identityLimit: { rate: config.RATE_LIMIT_IDENTITY, burst: config.RATE_LIMIT_IDENTITY_BURST },
+    authFailureLimit: { rate: config.RATE_LIMIT_AUTH_FAILURES / 60, burst: config.RATE_LIMIT_AUTH_FAILURES_BURST },
     redis: Option.match(config.REDIS_URL, {
       onNone: () => undefined,
       onSome: (url) => ({ url: Redacted.value(url), timeout: config.REDIS_TIMEOUT })

@@ -67,6 +67,27 @@ describe("JanusConfig", () => {
       assert.notInclude(message, "c2hvcnQ")
     }))
 
+  it.effect("reads JANUS_ALLOWED_HOSTS as names and domains, and refuses URLs, ports and paths", () =>
+    Effect.gen(function*() {
+      const settings = yield* load.pipe(withEnv({
+        JANUS_ALLOWED_HOSTS: " Janus.Example.com., .corp.example ,janus ",
+        RATE_LIMIT_AUTH_FAILURES: "6",
+        RATE_LIMIT_AUTH_FAILURES_BURST: "3"
+      }))
+      assert.deepStrictEqual(settings.JANUS_ALLOWED_HOSTS, ["janus.example.com", ".corp.example", "janus"])
+      assert.strictEqual(settings.RATE_LIMIT_AUTH_FAILURES, 6)
+      assert.strictEqual(settings.RATE_LIMIT_AUTH_FAILURES_BURST, 3)
+      const defaults = yield* load.pipe(withEnv({}))
+      assert.deepStrictEqual(defaults.JANUS_ALLOWED_HOSTS, [])
+      assert.strictEqual(defaults.RATE_LIMIT_AUTH_FAILURES, 30)
+      assert.strictEqual(defaults.RATE_LIMIT_AUTH_FAILURES_BURST, 10)
+      for (const bad of ["https://janus.example.com", "janus.example.com:443", "janus.example.com/mcp", "-x.example"]) {
+        const error = yield* Effect.flip(load.pipe(withEnv({ JANUS_ALLOWED_HOSTS: `janus,${bad}` })))
+        assert.include(error.message, `JANUS_ALLOWED_HOSTS=${JSON.stringify(`janus,${bad}`)}: expected host names`)
+        assert.include(error.message, JSON.stringify(bad.toLowerCase()))
+      }
+    }))
+
   it.effect("requires a master key in Postgres mode", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(load.pipe(withEnv({ DATABASE_URL: "postgres://db/janus" })))

@@ -202,7 +202,9 @@ export const make = (options: AuthenticateOptions): Authenticate => {
     kind: "oauth",
     name: identity.subject,
     tools: null,
-    virtualServers: null
+    virtualServers: null,
+    // accepted until `exp` plus the skew: a stream ending sooner would be reopened and end again at once
+    expiresAt: identity.acceptedUntil
   })
 
   return (headers, url) => {

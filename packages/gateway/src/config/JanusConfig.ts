@@ -67,6 +67,13 @@ export const VARIABLES = {
   ),
   JANUS_SHUTDOWN_TIMEOUT: variable(Settings.duration(), Duration.seconds(20), "How long a drain may take on SIGTERM"),
   JANUS_ALLOWED_ORIGINS: variable(Settings.list, [], "Extra Origins allowed on /mcp (comma-separated)"),
+  JANUS_ALLOWED_HOSTS: variable(
+    Settings.hostNames,
+    [],
+    "Host names the gateway answers to besides loopback names, IP addresses, JANUS_HOST and OAUTH_RESOURCE's host " +
+      "(comma-separated; .example.com for a domain and its subdomains): every other Host is refused " +
+      "(DNS rebinding)"
+  ),
   JANUS_DEMO: variable(Settings.boolean, false, "Seed a demo downstream and endpoints on start"),
   LOG_LEVEL: variable(
     Settings.oneOf(["trace", "debug", "info", "warn", "error", "fatal"]),
@@ -105,6 +112,12 @@ export const VARIABLES = {
   RATE_LIMIT_IP_BURST: variable(Settings.int(1, 1_000_000), 600, "Per-IP burst"),
   RATE_LIMIT_IDENTITY: variable(Settings.int(1, 1_000_000), 50, "Per-identity requests per second (fairness tier)"),
   RATE_LIMIT_IDENTITY_BURST: variable(Settings.int(1, 1_000_000), 100, "Per-identity burst"),
+  RATE_LIMIT_AUTH_FAILURES: variable(
+    Settings.int(1, 1_000_000),
+    30,
+    "Failed admin API authentications per minute per address; past the burst the address gets 429"
+  ),
+  RATE_LIMIT_AUTH_FAILURES_BURST: variable(Settings.int(1, 1_000_000), 10, "Failed authentications allowed in a row"),
   OAUTH_ENABLED: variable(Settings.boolean, false, "Accept OAuth 2.1 access tokens (JWT) from OAUTH_ISSUERS"),
   OAUTH_ISSUERS: variable(
     Settings.list,

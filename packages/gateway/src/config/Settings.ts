@@ -74,6 +74,30 @@ export const port: Parser<number> = (raw) => Result.mapError(int(0, 65_535)(raw)
 export const host: Parser<string> = (raw) =>
   /^[A-Za-z0-9.:-]+$/.test(raw.trim()) ? Result.succeed(raw.trim()) : Result.fail("a host name or IP address")
 
+const hostLabel = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+
+/**
+ * Host names the gateway answers to (`JANUS_ALLOWED_HOSTS`), comma-separated:
+ * `janus.example.com` (that name), `.example.com` (it and every subdomain),
+ * or `*` (any name: no DNS-rebinding protection). Lowercased; a trailing dot
+ * is dropped. A port, scheme or path is refused: the check is by name.
+ */
+export const hostNames: Parser<ReadonlyArray<string>> = (raw) => {
+  const names: Array<string> = []
+  for (const entry of raw.split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "")) {
+    const name = entry.endsWith(".") && entry !== "." ? entry.slice(0, -1) : entry
+    const labels = (name.startsWith(".") ? name.slice(1) : name).split(".")
+    if (name !== "*" && !labels.every((label) => hostLabel.test(label))) {
+      return Result.fail(
+        `host names separated by commas, such as janus.example.com or .example.com (that domain and its ` +
+          `subdomains), or * for any; ${JSON.stringify(entry)} is not one (no scheme, port or path)`
+      )
+    }
+    names.push(name)
+  }
+  return Result.succeed(names)
+}
+
 /** A URL with one of the given schemes, kept redacted since it may carry a password. */
 export const url = (schemes: ReadonlyArray<string>): Parser<Redacted.Redacted<string>> => (raw) => {
   const expected = `a URL starting with ${schemes.map((s) => `${s}://`).join(" or ")}`

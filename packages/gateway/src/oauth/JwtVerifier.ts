@@ -65,6 +65,8 @@ export interface OAuthIdentity {
   readonly audience: ReadonlyArray<string>
   /** `exp`, epoch seconds. */
   readonly expiresAt: number
+  /** When the token stops being accepted: `exp` plus its issuer's clock skew, epoch ms (open streams end then). */
+  readonly acceptedUntil: number
   /** `jti`, when present. */
   readonly tokenId: string | undefined
   /** A stable key for limiters and audit: `oauth:<iss>#<sub>`. */
@@ -255,6 +257,7 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
           scopes,
           audience,
           expiresAt: payload.exp!,
+          acceptedUntil: (payload.exp! + skewSeconds) * 1_000,
           tokenId: typeof payload.jti === "string" ? payload.jti : undefined,
           key: `oauth:${normalized}#${payload.sub}`
         } satisfies OAuthIdentity

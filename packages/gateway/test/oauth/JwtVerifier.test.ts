@@ -88,6 +88,8 @@ describe("JwtVerifier: valid tokens", () => {
         scopes: ["mcp:tools", "janus:admin"],
         audience: [RESOURCE],
         expiresAt: NOW + 300,
+        // accepted (and open streams kept) until exp plus the default clock skew of 60 s
+        acceptedUntil: (NOW + 300 + 60) * 1_000,
         tokenId: "jti-1",
         key: `oauth:${server.issuer}#user-1`
       })
