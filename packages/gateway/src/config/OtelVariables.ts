@@ -218,9 +218,15 @@ export const problems = (settings: Readonly<Record<string, unknown>>): ReadonlyA
       ?.pipe(Option.getOrUndefined) ?? settings.OTEL_EXPORTER_OTLP_PROTOCOL
     const url = own !== undefined && Option.isSome(own) ? own.value : base?.pipe(Option.getOrUndefined)
     // gRPC has no path: a path there is most often an HTTP endpoint given to a gRPC exporter.
-    if (protocol === "grpc" && url !== undefined && url.url.pathname !== "/" && url.url.pathname !== "") {
+    const name = own !== undefined && Option.isSome(own) ?
+      `OTEL_EXPORTER_OTLP_${signal}_ENDPOINT` :
+      "OTEL_EXPORTER_OTLP_ENDPOINT"
+    if (
+      protocol === "grpc" && url !== undefined && url.url.pathname !== "/" && url.url.pathname !== "" &&
+      !found.some((problem) => problem.name === name)
+    ) {
       found.push({
-        name: own !== undefined && Option.isSome(own) ? `OTEL_EXPORTER_OTLP_${signal}_ENDPOINT` : "OTEL_EXPORTER_OTLP_ENDPOINT",
+        name,
         value: JSON.stringify(String(url)),
         expected: "http(s)://host:port without a path when the protocol is grpc (usually port 4317)"
       })

@@ -1,12 +1,14 @@
 /**
- * OTLP export, received for real: an OTLP/HTTP receiver on 127.0.0.1 decodes
- * the JSON exports of a gateway serving a tools/call against a loopback
- * downstream, and the spans, their parent links and attributes, the
- * metrics and the logs are checked.
+ * OTLP export, received for real, for each protocol (http/json,
+ * http/protobuf, grpc): a receiver on 127.0.0.1 decodes the exports of a
+ * gateway serving a tools/call against a loopback downstream, and the span
+ * tree, its parent links and attributes, the metrics, the logs and the
+ * resource are checked.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Connections, Endpoints, Secrets } from "@janus/storage"
 import { ConfigProvider, Duration, Effect, Layer, Option, Redacted, Tracer } from "effect"
+import { load } from "../../src/config/JanusConfig.ts"
 import { HttpServer } from "effect/http"
 import { OtlpExporter } from "effect/observability"
 import { Otlp, TraceContext } from "../../src/observability/index.ts"
@@ -37,17 +39,37 @@ const seed = Effect.gen(function*() {
   })
 })
 
-/** OTLP export to the test receiver, exporting every 100 ms. */
-const OtlpToReceiver = Layer.unwrap(Effect.map(Effect.service(Receiver.Receiver), (receiver) =>
-  Otlp.layerWith({
-    endpoint: receiver.url,
-    serviceName: "janus-test",
-    serviceVersion: "0.1.0",
-    attributes: { "service.instance.id": "test-instance" },
-    headers: Redacted.make({ "x-collector-key": "collector-secret" }),
-    metricsExportInterval: "100 millis",
-    tracesExportInterval: "100 millis"
-  })))
+/** Where each signal goes on the test receiver for `protocol`. */
+const signalTo = (receiver: Receiver.ReceiverState, protocol: Receiver.Protocol, path: string) => ({
+  protocol,
+  url: protocol === "grpc" ? receiver.url : receiver.url + path,
+  headers: { "x-collector-key": "collector-secret" },
+  timeoutMillis: 5_000,
+  compression: "none" as const
+})
+
+/** OTLP export settings for the test receiver, exporting every 100 ms. */
+export const settingsFor = (
+  receiver: Receiver.ReceiverState,
+  protocol: Receiver.Protocol,
+  sampler: Otlp.OtlpSettings["sampler"] = { name: "parentbased_always_on", ratio: 1 }
+): Otlp.OtlpSettings => ({
+  serviceName: "janus-test",
+  serviceVersion: "0.1.0",
+  attributes: { "service.instance.id": "test-instance", "deployment.environment": "test" },
+  traces: signalTo(receiver, protocol, "/v1/traces"),
+  metrics: signalTo(receiver, protocol, "/v1/metrics"),
+  logs: signalTo(receiver, protocol, "/v1/logs"),
+  sampler,
+  metricsExportInterval: "100 millis",
+  tracesExportInterval: "100 millis",
+  logsExportInterval: "100 millis"
+})
+
+/** OTLP export to the test receiver. */
+const OtlpToReceiver = (protocol: Receiver.Protocol) =>
+  Layer.unwrap(Effect.map(Effect.service(Receiver.Receiver), (receiver) =>
+    Otlp.layerWith(settingsFor(receiver, protocol))))
 
 const flush = Effect.flatMap(Effect.service(OtlpExporter.Flusher), (flusher) => flusher.flush)
 
@@ -70,11 +92,12 @@ const waitForSpans = (receiver: Receiver.ReceiverState, name: string) =>
     }
   })
 
-describe("OTLP export (recipe applied)", () => {
+for (const protocol of ["http/json", "http/protobuf", "grpc"] as const) {
+describe(`OTLP export over ${protocol}`, () => {
   const TestLayer = Layer.effectDiscard(seed).pipe(
     Layer.provideMerge(ObservedGateway.layer()),
-    Layer.provideMerge(OtlpToReceiver),
-    Layer.provideMerge(Receiver.layer),
+    Layer.provideMerge(OtlpToReceiver(protocol)),
+    Layer.provideMerge(Receiver.layerFor(protocol)),
     Layer.provideMerge(Downstream.layer)
   )
 
@@ -137,15 +160,23 @@ describe("OTLP export (recipe applied)", () => {
         // No span carries the secret.
         assert.notInclude(JSON.stringify(receiver.traces), "s3cr3t-value-123")
 
-        // OTEL_EXPORTER_OTLP_HEADERS reach the collector.
-        assert.strictEqual(receiver.lastHeaders["x-collector-key"], "collector-secret")
+        // OTEL_EXPORTER_OTLP_HEADERS reach the collector (as gRPC metadata over grpc).
+        assert.strictEqual(String(receiver.lastHeaders["x-collector-key"]), "collector-secret")
 
         // The resource names the service and the instance.
         assert.deepInclude(Receiver.resources(receiver)[0]!, {
           "service.name": "janus-test",
           "service.version": "0.1.0",
-          "service.instance.id": "test-instance"
+          "service.instance.id": "test-instance",
+          "deployment.environment": "test"
         })
+
+        // The protocol is the one asked for.
+        assert.deepStrictEqual([...receiver.contentTypes], [
+          { "http/json": "application/json", "http/protobuf": "application/x-protobuf", grpc: "application/grpc" }[
+            protocol
+          ]
+        ])
       }))
 
     it.effect("exports the metrics and the logs, logs with the trace id", () =>
@@ -168,8 +199,29 @@ describe("OTLP export (recipe applied)", () => {
             "janus.calls.active"
           ]
         ) assert.isTrue(names.has(name), `metric ${name} not exported`)
-        yield* flush
-        const logged = Receiver.logBodies(receiver).find((l) => l.body.includes("observed log line"))
+        const durations = Receiver.allMetrics(receiver).filter((m) => m.name === "mcp.server.operation.duration")
+        const point = durations.flatMap((m) => m.histogram.dataPoints).find((p: any) =>
+          Receiver.attributes(p.attributes)["gen_ai.tool.name"] === "get_pet"
+        )
+        assert.isDefined(point, "a call-duration data point for get_pet")
+        assert.isAtLeast(Number(point.count), 1)
+        if (protocol === "http/json") {
+          // exemplars point at the sampled traces of the calls
+          const exported = new Set(Receiver.spans(receiver).map((s) => `${s.traceId}/${s.spanId}`))
+          assert.isAtLeast(point.exemplars?.length ?? 0, 1, "an exemplar on the call-duration histogram")
+          for (const exemplar of point.exemplars) {
+            assert.isTrue(exported.has(`${exemplar.traceId}/${exemplar.spanId}`), "the exemplar's span was exported")
+          }
+        }
+        for (const resource of Receiver.otherResources(receiver)) {
+          assert.deepInclude(resource, { "service.name": "janus-test", "service.instance.id": "test-instance" })
+        }
+        let logged: { body: string; traceId: string | undefined } | undefined
+        for (let i = 0; i < 50 && logged === undefined; i++) {
+          yield* flush
+          logged = Receiver.logBodies(receiver).find((l) => l.body.includes("observed log line"))
+          if (logged === undefined) yield* Effect.sleep("100 millis")
+        }
         assert.isDefined(logged)
         assert.match(logged!.traceId ?? "", /^[0-9a-f]{32}$/)
       }))
@@ -201,50 +253,125 @@ describe("OTLP export (recipe applied)", () => {
       }))
   })
 })
+}
 
-describe("Otlp.settingsFromEnv", () => {
+describe("Otlp.settingsOf (the OTEL_* variables)", () => {
   const settings = (env: Record<string, string>) =>
-    Otlp.settingsFromEnv("9.9.9").pipe(
+    load.pipe(
+      Effect.map((config) => Otlp.settingsOf(config, "9.9.9")),
       Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
     )
 
-  it.effect("no endpoint, no export", () =>
+  it.effect("no endpoint, no export; OTEL_SDK_DISABLED and *_EXPORTER=none turn export off", () =>
     Effect.gen(function*() {
       assert.isTrue(Option.isNone(yield* settings({ OTEL_SERVICE_NAME: "x" })))
+      assert.isTrue(
+        Option.isNone(yield* settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" }))
+      )
+      const tracesOnly = Option.getOrThrow(yield* settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+        OTEL_METRICS_EXPORTER: "none",
+        OTEL_LOGS_EXPORTER: "none"
+      }))
+      assert.isDefined(tracesOnly.traces)
+      assert.isUndefined(tracesOnly.metrics)
+      assert.isUndefined(tracesOnly.logs)
     }))
 
-  it.effect("reads the standard variables", () =>
+  it.effect("reads the standard variables, per signal over the general ones", () =>
     Effect.gen(function*() {
-      const read = yield* settings({
+      const value = Option.getOrThrow(yield* settings({
         OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4317",
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc",
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "http/json",
         OTEL_SERVICE_NAME: "janus-prod",
         OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc,x-tenant = t1",
+        OTEL_EXPORTER_OTLP_LOGS_HEADERS: "x-logs=1",
+        OTEL_EXPORTER_OTLP_TIMEOUT: "2000",
+        OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: "3000",
+        OTEL_EXPORTER_OTLP_COMPRESSION: "gzip",
         OTEL_METRIC_EXPORT_INTERVAL: "15000",
-        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod"
-      })
-      assert.isTrue(Option.isSome(read))
-      const value = Option.getOrThrow(read)
-      assert.strictEqual(value.endpoint, "http://collector:4318")
+        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod,team=a%2Cb",
+        OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+        OTEL_TRACES_SAMPLER_ARG: "0.01"
+      }))
       assert.strictEqual(value.serviceName, "janus-prod")
       assert.strictEqual(value.serviceVersion, "9.9.9")
-      assert.deepStrictEqual(Redacted.value(value.headers!), { authorization: "Bearer abc", "x-tenant": "t1" })
+      assert.deepStrictEqual(value.traces, {
+        protocol: "grpc",
+        url: "http://collector:4317",
+        headers: { authorization: "Bearer abc", "x-tenant": "t1" },
+        timeoutMillis: 2000,
+        compression: "gzip"
+      })
+      assert.deepStrictEqual(value.metrics, {
+        protocol: "http/json",
+        url: "http://collector:4318/v1/metrics",
+        headers: { authorization: "Bearer abc", "x-tenant": "t1" },
+        timeoutMillis: 3000,
+        compression: "gzip"
+      })
+      assert.deepStrictEqual(value.logs, {
+        protocol: "http/protobuf",
+        url: "http://collector:4318/v1/logs",
+        headers: { "x-logs": "1" },
+        timeoutMillis: 2000,
+        compression: "gzip"
+      })
+      assert.deepStrictEqual(value.sampler, { name: "parentbased_traceidratio", ratio: 0.01 })
       assert.strictEqual(String(value.metricsExportInterval), String(Duration.millis(15_000)))
-      assert.isString(value.attributes?.["service.instance.id"])
+      assert.deepInclude(value.attributes, { "deployment.environment": "prod", team: "a,b" })
+      assert.isString(value.attributes["service.instance.id"])
       // a service.instance.id set by the operator wins
-      const own = Option.getOrThrow(
-        yield* settings({
-          OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
-          OTEL_RESOURCE_ATTRIBUTES: "service.instance.id=pod-7"
-        })
-      )
-      assert.deepStrictEqual(own.attributes, {})
+      const own = Option.getOrThrow(yield* settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+        OTEL_RESOURCE_ATTRIBUTES: "service.instance.id=pod-7"
+      }))
+      assert.deepStrictEqual(own.attributes, { "service.instance.id": "pod-7" })
       assert.strictEqual(own.serviceName, "janus")
+      assert.strictEqual(own.traces?.protocol, "http/protobuf")
+      assert.deepStrictEqual(own.sampler, { name: "parentbased_always_on", ratio: 1 })
     }))
 
-  it.effect("a malformed endpoint is a ConfigError naming the variable", () =>
+  it.effect("every bad value is named with what is expected, secrets masked", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }))
-      assert.include(String(error), "OTEL_EXPORTER_OTLP_ENDPOINT")
+      const error = yield* Effect.flip(settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "not a url",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "thrift",
+        OTEL_EXPORTER_OTLP_HEADERS: "authorization",
+        OTEL_EXPORTER_OTLP_TIMEOUT: "10s",
+        OTEL_EXPORTER_OTLP_COMPRESSION: "zstd",
+        OTEL_TRACES_SAMPLER: "ratelimiting",
+        OTEL_TRACES_SAMPLER_ARG: "1%",
+        OTEL_PROPAGATORS: "tracecontext,jaeger",
+        OTEL_RESOURCE_ATTRIBUTES: "no-equals",
+        OTEL_SDK_DISABLED: "maybe",
+        OTEL_METRICS_EXEMPLAR_FILTER: "sometimes"
+      }))
+      const message = error.message
+      for (
+        const line of [
+          "OTEL_EXPORTER_OTLP_ENDPOINT=\"not a url\": expected a URL starting with http:// or https://",
+          "OTEL_EXPORTER_OTLP_PROTOCOL=\"thrift\": expected one of grpc, http/protobuf, http/json",
+          "OTEL_EXPORTER_OTLP_HEADERS=(13 characters, hidden): expected comma-separated key=value pairs",
+          "OTEL_EXPORTER_OTLP_TIMEOUT=\"10s\": expected an integer number of milliseconds from 1 to 600000",
+          "OTEL_EXPORTER_OTLP_COMPRESSION=\"zstd\": expected one of gzip, none",
+          "OTEL_TRACES_SAMPLER=\"ratelimiting\": expected one of always_on, always_off, traceidratio",
+          "OTEL_TRACES_SAMPLER_ARG=\"1%\": expected a sampling probability from 0 to 1",
+          "OTEL_PROPAGATORS=\"tracecontext,jaeger\": expected a comma-separated list of tracecontext, baggage, b3, b3multi, or none",
+          "OTEL_RESOURCE_ATTRIBUTES=\"no-equals\": expected comma-separated key=value pairs",
+          "OTEL_SDK_DISABLED=\"maybe\": expected true or false",
+          "OTEL_METRICS_EXEMPLAR_FILTER=\"sometimes\": expected one of trace_based, always_on, always_off"
+        ]
+      ) assert.include(message, line)
+      assert.notInclude(message, "authorization")
+      // a gRPC endpoint with a path is an HTTP endpoint given to gRPC
+      const grpc = yield* Effect.flip(settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/v1/traces",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc"
+      }))
+      assert.include(grpc.message, "OTEL_EXPORTER_OTLP_ENDPOINT=\"http://collector:4318/v1/traces\": expected http(s)://host:port without a path")
     }))
 })
 
