@@ -339,7 +339,7 @@ describe("Otlp.settingsOf (the OTEL_* variables)", () => {
       const error = yield* Effect.flip(settings({
         OTEL_EXPORTER_OTLP_ENDPOINT: "not a url",
         OTEL_EXPORTER_OTLP_PROTOCOL: "thrift",
-        OTEL_EXPORTER_OTLP_HEADERS: "authorization",
+        OTEL_EXPORTER_OTLP_HEADERS: "s3cr3t-token-value",
         OTEL_EXPORTER_OTLP_TIMEOUT: "10s",
         OTEL_EXPORTER_OTLP_COMPRESSION: "zstd",
         OTEL_TRACES_SAMPLER: "ratelimiting",
@@ -354,7 +354,7 @@ describe("Otlp.settingsOf (the OTEL_* variables)", () => {
         const line of [
           "OTEL_EXPORTER_OTLP_ENDPOINT=\"not a url\": expected a URL starting with http:// or https://",
           "OTEL_EXPORTER_OTLP_PROTOCOL=\"thrift\": expected one of grpc, http/protobuf, http/json",
-          "OTEL_EXPORTER_OTLP_HEADERS=(13 characters, hidden): expected comma-separated key=value pairs",
+          "OTEL_EXPORTER_OTLP_HEADERS=(18 characters, hidden): expected comma-separated key=value pairs",
           "OTEL_EXPORTER_OTLP_TIMEOUT=\"10s\": expected an integer number of milliseconds from 1 to 600000",
           "OTEL_EXPORTER_OTLP_COMPRESSION=\"zstd\": expected one of gzip, none",
           "OTEL_TRACES_SAMPLER=\"ratelimiting\": expected one of always_on, always_off, traceidratio",
@@ -365,7 +365,7 @@ describe("Otlp.settingsOf (the OTEL_* variables)", () => {
           "OTEL_METRICS_EXEMPLAR_FILTER=\"sometimes\": expected one of trace_based, always_on, always_off"
         ]
       ) assert.include(message, line)
-      assert.notInclude(message, "authorization")
+      assert.notInclude(message, "s3cr3t")
       // a gRPC endpoint with a path is an HTTP endpoint given to gRPC
       const grpc = yield* Effect.flip(settings({
         OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/v1/traces",
