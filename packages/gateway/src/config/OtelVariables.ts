@@ -83,7 +83,9 @@ const endpoint: Parser<Endpoint> = (raw) => {
   const expected = "a URL starting with http:// or https://, e.g. http://otel-collector:4318"
   if (!URL.canParse(raw.trim())) return Result.fail(expected)
   const url = new URL(raw.trim())
-  return url.protocol === "http:" || url.protocol === "https:" ? Result.succeed(new Endpoint(url)) : Result.fail(expected)
+  return url.protocol === "http:" || url.protocol === "https:"
+    ? Result.succeed(new Endpoint(url))
+    : Result.fail(expected)
 }
 
 /** `k=v` pairs separated by commas; keys are printable ASCII without `=`/`,`, values percent-decoded. */
@@ -157,9 +159,15 @@ export const VARIABLES = {
     endpoint,
     "Collector base URL (http(s)://host:4318 for HTTP, http(s)://host:4317 for grpc); unset: no export"
   ),
-  ...perSignal("ENDPOINT", (s) =>
-    optional(endpoint, `Collector URL for ${signalName[s]}, used as written (overrides the base URL)`)),
-  OTEL_EXPORTER_OTLP_PROTOCOL: variable(oneOf(PROTOCOLS), "http/protobuf", "OTLP transport: grpc, http/protobuf or http/json"),
+  ...perSignal(
+    "ENDPOINT",
+    (s) => optional(endpoint, `Collector URL for ${signalName[s]}, used as written (overrides the base URL)`)
+  ),
+  OTEL_EXPORTER_OTLP_PROTOCOL: variable(
+    oneOf(PROTOCOLS),
+    "http/protobuf",
+    "OTLP transport: grpc, http/protobuf or http/json"
+  ),
   ...perSignal("PROTOCOL", (s) => optional(oneOf(PROTOCOLS), `OTLP transport for ${signalName[s]}`)),
   OTEL_EXPORTER_OTLP_HEADERS: optional(headers, "Headers sent with every export (k=v,..., percent-encoded)", true),
   ...perSignal("HEADERS", (s) => optional(headers, `Headers sent with ${signalName[s]} exports`, true)),

@@ -35,9 +35,9 @@ import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns
 import { createRequire } from "node:module"
 import type * as Undici from "undici"
 import type { Dispatcher } from "undici"
+import * as Propagation from "../observability/Propagation.ts"
 import { type AllowList, EgressPolicy, normalizeHostName } from "./EgressPolicy.ts"
 import { type ResolvedAddress, Resolver } from "./Resolver.ts"
-import * as Propagation from "../observability/Propagation.ts"
 
 const require = createRequire(import.meta.url)
 

@@ -191,7 +191,9 @@ export const layer = (
           let withState = incoming.traceState === undefined
             ? observed
             : Effect.provideService(observed, TraceState, incoming.traceState)
-          if (incoming.baggage !== undefined) withState = Effect.provideService(withState, IncomingBaggage, incoming.baggage)
+          if (incoming.baggage !== undefined) {
+            withState = Effect.provideService(withState, IncomingBaggage, incoming.baggage)
+          }
           const served = fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ?
             withState :
             serverSpan(request, incoming, withState)

@@ -92,7 +92,10 @@ export const signalExport = (config: JanusSettings, signal: Signal): SignalExpor
   const own = Option.getOrUndefined(config[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`])
   const base = Option.getOrUndefined(config.OTEL_EXPORTER_OTLP_ENDPOINT)
   if (own === undefined && base === undefined) return undefined
-  const protocol = Option.getOrElse(config[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`], () => config.OTEL_EXPORTER_OTLP_PROTOCOL)
+  const protocol = Option.getOrElse(
+    config[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`],
+    () => config.OTEL_EXPORTER_OTLP_PROTOCOL
+  )
   const url = own !== undefined ? own.href : protocol === "grpc" ? base!.href : base!.href + signalPath[signal]
   const headers = Option.getOrElse(
     Option.map(config[`OTEL_EXPORTER_OTLP_${signal}_HEADERS`], Redacted.value),
@@ -102,7 +105,10 @@ export const signalExport = (config: JanusSettings, signal: Signal): SignalExpor
     protocol,
     url,
     headers: headers?.record ?? {},
-    timeoutMillis: Option.getOrElse(config[`OTEL_EXPORTER_OTLP_${signal}_TIMEOUT`], () => config.OTEL_EXPORTER_OTLP_TIMEOUT),
+    timeoutMillis: Option.getOrElse(
+      config[`OTEL_EXPORTER_OTLP_${signal}_TIMEOUT`],
+      () => config.OTEL_EXPORTER_OTLP_TIMEOUT
+    ),
     compression: Option.getOrElse(
       config[`OTEL_EXPORTER_OTLP_${signal}_COMPRESSION`],
       () => config.OTEL_EXPORTER_OTLP_COMPRESSION
@@ -172,7 +178,10 @@ const serialization = (protocol: Exclude<OtlpProtocol, "grpc">): Layer.Layer<Otl
     ).pipe(Layer.provide(OtlpSerialization.layerJson))
 
 const transport = (signal: SignalExport) =>
-  Layer.mergeAll(clientWithTimeout(signal.timeoutMillis), serialization(signal.protocol as Exclude<OtlpProtocol, "grpc">))
+  Layer.mergeAll(
+    clientWithTimeout(signal.timeoutMillis),
+    serialization(signal.protocol as Exclude<OtlpProtocol, "grpc">)
+  )
 
 const resourceOf = (settings: OtlpSettings) => ({
   serviceName: settings.serviceName,
@@ -227,7 +236,9 @@ export const layerWith = (settings: OtlpSettings): Layer.Layer<OtlpExporter.Flus
   const layers: Array<Layer.Layer<never, never, OtlpExporter.Flusher>> = []
   if (native(settings.traces)) layers.push(effectTraces(settings, settings.traces))
   if (native(settings.metrics)) layers.push(effectMetrics(settings, settings.metrics))
-  if (native(settings.logs)) layers.push(effectLogs(settings, settings.logs) as Layer.Layer<never, never, OtlpExporter.Flusher>)
+  if (native(settings.logs)) {
+    layers.push(effectLogs(settings, settings.logs) as Layer.Layer<never, never, OtlpExporter.Flusher>)
+  }
   const grpc = OtlpGrpc.layer(settings)
   return Layer.mergeAll(grpc, ...layers).pipe(Layer.provideMerge(OtlpExporter.layerFlusher))
 }

@@ -22,8 +22,8 @@
  *
  * @since 0.1.0
  */
-import { Metadata } from "@grpc/grpc-js"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { Metadata } from "@grpc/grpc-js"
 import { OTLPLogExporter } from "@opentelemetry/exporter-logs-otlp-grpc"
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc"

@@ -110,10 +110,15 @@ export const layer = (options: { readonly path?: HttpRouter.PathInput | undefine
           const request = Context.get(context, HttpServerRequest.HttpServerRequest)
           const open = wantsOpenMetrics(request.headers["accept"])
           return Effect.succeed(
-            HttpServerResponse.text(open ? formatOpenMetricsUnsafe(context as Context.Context<never>) : formatUnsafe(context as Context.Context<never>), {
-              contentType: open ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE,
-              headers: { "cache-control": "no-store" }
-            })
+            HttpServerResponse.text(
+              open
+                ? formatOpenMetricsUnsafe(context as Context.Context<never>)
+                : formatUnsafe(context as Context.Context<never>),
+              {
+                contentType: open ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE,
+                headers: { "cache-control": "no-store" }
+              }
+            )
           )
         })
       )

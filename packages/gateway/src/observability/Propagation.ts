@@ -33,13 +33,7 @@ import { Context, Effect, Tracer } from "effect"
 import { Headers, HttpClient, HttpClientRequest } from "effect/http"
 import type { Dispatcher } from "undici"
 import type { PropagatorName } from "../config/OtelVariables.ts"
-import {
-  IncomingBaggage,
-  type IncomingTraceState,
-  isValidTraceState,
-  Propagators,
-  TraceState
-} from "./TraceContext.ts"
+import { IncomingBaggage, type IncomingTraceState, isValidTraceState, Propagators, TraceState } from "./TraceContext.ts"
 
 export { IncomingBaggage, Propagators }
 
@@ -186,17 +180,21 @@ export const rewrite = (
 }
 
 /** An undici interceptor applying {@link rewrite} to every request of a dispatcher. */
-export const interceptor = (names: ReadonlyArray<PropagatorName>): Dispatcher.DispatcherComposeInterceptor =>
-(dispatch) =>
-(options, handler) => {
-  const headers = options.headers
-  // effect's client passes its headers as a plain record
-  if (headers === undefined || headers === null || Array.isArray(headers) || typeof headers !== "object") {
-    return dispatch(options, handler)
+export const interceptor =
+  (names: ReadonlyArray<PropagatorName>): Dispatcher.DispatcherComposeInterceptor =>
+  (dispatch) =>
+  (
+    options,
+    handler
+  ) => {
+    const headers = options.headers
+    // effect's client passes its headers as a plain record
+    if (headers === undefined || headers === null || Array.isArray(headers) || typeof headers !== "object") {
+      return dispatch(options, handler)
+    }
+    if (Symbol.iterator in headers) return dispatch(options, handler)
+    return dispatch({ ...options, headers: rewrite(headers as Record<string, string>, names) }, handler)
   }
-  if (Symbol.iterator in headers) return dispatch(options, handler)
-  return dispatch({ ...options, headers: rewrite(headers as Record<string, string>, names) }, handler)
-}
 
 /**
  * `client` adding the request's `baggage` (when `baggage` is configured) and,

@@ -125,7 +125,8 @@ const gateway = (ratio: number, config: Parameters<typeof ObservedGateway.layer>
 const traceIdWhere = (ratio: number, keep: boolean): string => {
   const sampler = new TraceIdRatioBasedSampler(ratio)
   for (let i = 1;; i++) {
-    const id = i.toString(16).padStart(8, "0").repeat(4)
+    // (the ratio sampler XORs the id's four 32-bit words: vary one, keep the others apart)
+    const id = ((i * 2654435761) >>> 0).toString(16).padStart(8, "0") + "0".repeat(23) + "1"
     const kept = sampler.shouldSample(OtelApi.ROOT_CONTEXT, id).decision === 2
     if (kept === keep) return id
   }

@@ -117,9 +117,11 @@ describe("the OpenTelemetry settings on /api/v1/config", () => {
         OTEL_TRACES_SAMPLER_ARG: "0.01",
         OTEL_PROPAGATORS: "tracecontext,baggage,b3multi"
       }
-      const settings = shown(yield* load.pipe(
-        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
-      ))
+      const settings = shown(
+        yield* load.pipe(
+          Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
+        )
+      )
       assert.deepInclude(settings, {
         OTEL_EXPORTER_OTLP_ENDPOINT: "https://hidden@collector.example.com:4318",
         OTEL_SERVICE_NAME: "janus-eu",

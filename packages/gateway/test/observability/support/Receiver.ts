@@ -14,8 +14,8 @@
 import * as Grpc from "@grpc/grpc-js"
 import { Context, Effect, Layer } from "effect"
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { createRequire } from "node:module"
+import type { AddressInfo } from "node:net"
 import { gunzipSync } from "node:zlib"
 
 const require = createRequire(import.meta.url)
@@ -187,8 +187,10 @@ const grpcReceiver = Effect.callback<{ state: ReceiverState; close: () => void }
 export const layerFor = (protocol: Protocol): Layer.Layer<Receiver> =>
   Layer.effect(
     Receiver,
-    Effect.acquireRelease(protocol === "grpc" ? grpcReceiver : httpReceiver(protocol), ({ close }) =>
-      Effect.sync(close)).pipe(Effect.map(({ state }) => Receiver.of(state)))
+    Effect.acquireRelease(
+      protocol === "grpc" ? grpcReceiver : httpReceiver(protocol),
+      ({ close }) => Effect.sync(close)
+    ).pipe(Effect.map(({ state }) => Receiver.of(state)))
   )
 
 /** The OTLP/HTTP JSON receiver. */
