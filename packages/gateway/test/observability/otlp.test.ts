@@ -6,8 +6,7 @@
  * resource are checked.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Connections, Endpoints, Secrets } from "@janus/storage"
-import { ConfigProvider, Duration, Effect, Layer, Option, Redacted, Tracer } from "effect"
+import { ConfigProvider, Duration, Effect, Layer, Option, Tracer } from "effect"
 import { HttpServer } from "effect/http"
 import { OtlpExporter } from "effect/observability"
 import { load } from "../../src/config/JanusConfig.ts"
@@ -19,25 +18,7 @@ import * as Receiver from "./support/Receiver.ts"
 
 const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base).href))
 
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  yield* (yield* Secrets).set("pets-key", Redacted.make("s3cr3t-value-123"))
-  const pets = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    auth: { scheme: "bearer", secret: "pets-key" },
-    egressAllowList: ["127.0.0.1"]
-  })
-  yield* (yield* Endpoints).create({
-    connectionId: pets.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
-  })
-})
+const seed = ObservedGateway.seedPets("s3cr3t-value-123")
 
 /** Where each signal goes on the test receiver for `protocol`. */
 const signalTo = (receiver: Receiver.ReceiverState, protocol: Receiver.Protocol, path: string) => ({

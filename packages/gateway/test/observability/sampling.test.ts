@@ -16,7 +16,6 @@
  *   headers ignored, baggage passed on.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Connections, Endpoints } from "@janus/storage"
 import * as OtelApi from "@opentelemetry/api"
 import { TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer } from "effect"
@@ -93,23 +92,7 @@ describe("1 % head sampling", () => {
   )
 })
 
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const pets = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"]
-  })
-  yield* (yield* Endpoints).create({
-    connectionId: pets.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
-  })
-})
+const seed = ObservedGateway.seedPets()
 
 const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base).href))
 
