@@ -23,13 +23,15 @@ const benches: Record<string, string> = {
   redaction: "packages/gateway/bench/redaction.ts",
   toolcall: "packages/gateway/bench/toolcall.ts",
   toollist: "packages/gateway/bench/toollist.ts",
+  otel: "packages/gateway/bench/otel.ts",
   eventlog: "packages/storage/bench/eventlog.ts"
 }
 
 /** Time limits, ms (default 180 s): each bench bounds itself well below its own. */
 const timeouts: Record<string, number> = {
   toolcall: 420_000,
-  toollist: 240_000
+  toollist: 240_000,
+  otel: 420_000
 }
 
 interface BenchResult {

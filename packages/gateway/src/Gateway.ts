@@ -34,7 +34,7 @@ import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
-import { Drain, HttpObservability, Instrument, Prometheus } from "./observability/index.ts"
+import { Drain, HttpObservability, Instrument, Otlp, Prometheus } from "./observability/index.ts"
 import { OpenApiImporter } from "./openapi/index.ts"
 import { Redactor } from "./redaction/index.ts"
 import * as Security from "./Security.ts"
@@ -227,7 +227,8 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(HttpRouter.serve(makeRoutes(options.mcp), { disableListenLog: true, disableLogger: true })),
     Layer.provideMerge(services),
     Layer.provideMerge(options.extra ?? Layer.empty),
-    Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing())),
+    // OTEL_PROPAGATORS and the exemplar filter, read by every request whether or not anything is exported
+    Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing(), Otlp.layerReferences)),
     Layer.provideMerge(options.server),
     Layer.provideMerge(Instrument.eventLogLayer),
     // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning

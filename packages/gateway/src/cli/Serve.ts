@@ -58,8 +58,8 @@ export const serve: Command.Command<
   {},
   () =>
     Layer.launch(Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer))).pipe(
-      // OTLP traces, metrics and logs when OTEL_EXPORTER_OTLP_ENDPOINT is set
-      Effect.provide(Otlp.layerFromEnv(Gateway.VERSION)),
+      // OTLP traces, metrics and logs as the OTEL_* variables ask (none without an endpoint)
+      Effect.provide(Otlp.layerConfig(Gateway.VERSION)),
       // A start that fails (the database in use or unreachable, the port taken, a bad key) is said in one
       // line with what to check, not as a stack; the cause goes to the log at debug level.
       Effect.tapCause((cause) => Effect.logDebug("janus serve could not start", cause)),

@@ -19,25 +19,11 @@
  */
 import { Config, Console, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import * as OAuthVariables from "./OAuthVariables.ts"
+import * as OtelVariables from "./OtelVariables.ts"
 import * as Settings from "./Settings.ts"
 
-/** One environment variable: its parser, default, and whether its value is secret. */
-interface Variable<A> {
-  readonly parse: Settings.Parser<A>
-  readonly default: A
-  readonly secret?: boolean
-  readonly doc: string
-}
-
-const variable = <A>(parse: Settings.Parser<A>, defaultValue: A, doc: string, secret = false): Variable<A> => ({
-  parse,
-  default: defaultValue,
-  secret,
-  doc
-})
-
-const optional = <A>(parse: Settings.Parser<A>, doc: string, secret = false): Variable<Option.Option<A>> =>
-  variable((raw) => Result.map(parse(raw), Option.some), Option.none(), doc, secret)
+const { optional, variable } = Settings
+type Variable<A> = Settings.Variable<A>
 
 const showList = (values: ReadonlyArray<string>) => values.join(",")
 
@@ -186,7 +172,9 @@ export const VARIABLES = {
     Settings.list,
     [],
     "Programs stdio upstream MCP servers may run: names on PATH or absolute paths, * within a path segment (comma-separated); empty allows none"
-  )
+  ),
+  // the standard OpenTelemetry variables (export, sampling, propagation): config/OtelVariables.ts
+  ...OtelVariables.VARIABLES
 } as const
 
 type Variables = typeof VARIABLES
@@ -268,6 +256,7 @@ export const load: Effect.Effect<JanusSettings, InvalidConfiguration> = Effect.g
     )
   }
   for (const problem of OAuthVariables.problems(settings)) problems.push(new InvalidVariable(problem))
+  for (const problem of OtelVariables.problems(settings)) problems.push(new InvalidVariable(problem))
   if (problems.length > 0) return yield* new InvalidConfiguration({ problems })
   return settings as JanusSettings
 })

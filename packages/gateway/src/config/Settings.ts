@@ -8,10 +8,30 @@
  *
  * @since 0.1.0
  */
-import { Duration, Redacted, Result } from "effect"
+import { Duration, Option, Redacted, Result } from "effect"
 
 /** A parser from raw text to a value, failing with what was expected. */
 export type Parser<A> = (raw: string) => Result.Result<A, string>
+
+/** One environment variable (a row of `JanusConfig.VARIABLES`): its parser, default, and whether it is secret. */
+export interface Variable<A> {
+  readonly parse: Parser<A>
+  readonly default: A
+  readonly secret?: boolean
+  readonly doc: string
+}
+
+/** A variable with a default. */
+export const variable = <A>(parse: Parser<A>, defaultValue: A, doc: string, secret = false): Variable<A> => ({
+  parse,
+  default: defaultValue,
+  secret,
+  doc
+})
+
+/** A variable that may be unset (`Option.none()`). */
+export const optional = <A>(parse: Parser<A>, doc: string, secret = false): Variable<Option.Option<A>> =>
+  variable((raw) => Result.map(parse(raw), Option.some), Option.none(), doc, secret)
 
 /** An integer in `[min, max]`. */
 export const int = (min: number, max: number): Parser<number> => (raw) => {

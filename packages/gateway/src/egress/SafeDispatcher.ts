@@ -35,6 +35,7 @@ import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns
 import { createRequire } from "node:module"
 import type * as Undici from "undici"
 import type { Dispatcher } from "undici"
+import * as Propagation from "../observability/Propagation.ts"
 import { type AllowList, EgressPolicy, normalizeHostName } from "./EgressPolicy.ts"
 import { type ResolvedAddress, Resolver } from "./Resolver.ts"
 
@@ -82,6 +83,7 @@ const millis = (input: Duration.Input | undefined, fallback: Duration.Input) =>
 const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
   const policy = yield* EgressPolicy
   const resolver = yield* Resolver
+  const propagators = yield* Propagation.Propagators
   const timeouts: Timeouts = {
     connect: millis(options.connectTimeout, "5 seconds"),
     headers: millis(options.headersTimeout, "30 seconds"),
@@ -139,10 +141,11 @@ const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
       keepAliveTimeout: millis(options.keepAliveTimeout, "4 seconds"),
       keepAliveMaxTimeout: millis(options.keepAliveMaxTimeout, "10 minutes"),
       connect: { timeout: timeouts.connect, lookup: lookupFor(allow) }
-    }).compose(timeoutInterceptor)
-    const client = Effect.runSync(
+    }).compose(timeoutInterceptor, Propagation.interceptor(propagators))
+    // trace context in the formats OTEL_PROPAGATORS names, baggage passed on (observability/Propagation.ts)
+    const client = Propagation.withContextHeaders(Effect.runSync(
       Effect.provideService(NodeHttpClient.makeUndici, NodeHttpClient.Dispatcher, agent as Dispatcher)
-    )
+    ))
     const entry = { agent, client }
     clients.set(key, entry)
     return entry

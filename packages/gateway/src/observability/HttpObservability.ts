@@ -2,20 +2,26 @@
  * Per-request observability of the HTTP server, as one global `HttpRouter`
  * middleware, plus the tracing settings of effect's HTTP server.
  *
- * **What effect's HTTP server already does** (when a tracer other than the
- * native one is installed, e.g. OTLP): a `server` span per request, its
- * parent taken from `traceparent` (or `b3`), named by
- * `HttpMiddleware.SpanNameGenerator` (default: the method alone), with
+ * **What effect's HTTP server tracing does** (`HttpMiddleware.tracer`, when a
+ * tracer other than the native one is installed, e.g. OTLP): a `server` span
+ * per request, named by `HttpMiddleware.SpanNameGenerator`, with
  * `http.request.method`, `url.*`, `http.response.status_code` and, once a
- * route matched, `http.route`; 5xx marks the span failed.
+ * route matched, `http.route`; 5xx marks the span failed. Its parent is read
+ * from `traceparent`, `b3` or `X-B3-*`, whatever `OTEL_PROPAGATORS` says, so
+ * this module runs it itself, on the request as `Propagation.incoming`
+ * canonicalised it (only the configured formats, the winner as
+ * `traceparent`).
  *
  * **What this module adds**
  *
  * - {@link layerTracing}: span names `"{method} {route}"` (OpenTelemetry's
  *   HTTP convention) from a list of route templates, since the name is chosen
  *   before routing; unknown paths keep the bare method. Probes and scrapes
- *   (`/healthz`, `/readyz`, `/metrics`) are not traced.
+ *   (`/healthz`, `/readyz`, `/metrics`) are not traced. It turns the
+ *   server-level tracing off: {@link layer} makes the server span.
  * - {@link layer} (the middleware), per request:
+ *   - the server span (above), under the parent the configured propagators
+ *     read, and the incoming baggage (`TraceContext.IncomingBaggage`);
  *   - a request id: `X-Request-Id` when the client sent a sane one (1-128 of
  *     `[A-Za-z0-9._:-]`), a new UUID otherwise; echoed in the response and
  *     added to every log line of the request (`request_id`);
@@ -29,20 +35,20 @@
  *
  * @since 0.1.0
  */
-import { Cause, Context, Effect, Exit, Layer, Scope } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Scope, Tracer } from "effect"
 import {
   FindMyWay,
   HttpMiddleware,
   HttpRouter,
   HttpServerError,
   HttpServerRequest,
-  HttpServerResponse,
-  HttpTraceContext
+  HttpServerResponse
 } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { Drain, gate, type HttpDrainOptions } from "./Drain.ts"
 import * as Metrics from "./Metrics.ts"
-import { isValidTraceState, TraceState } from "./TraceContext.ts"
+import * as Propagation from "./Propagation.ts"
+import { IncomingBaggage, TraceState } from "./TraceContext.ts"
 
 /** The gateway's route templates, for span names. Unknown paths are named by their method. */
 export const ROUTE_TEMPLATES: ReadonlyArray<string> = [
@@ -88,9 +94,16 @@ export const layerTracing = (options: {
   const untraced = new Set(options.untraced ?? UNTRACED_PATHS)
   return Layer.mergeAll(
     Layer.succeed(HttpMiddleware.SpanNameGenerator)(spanNameGenerator(options.templates)),
-    Layer.succeed(HttpMiddleware.TracerDisabledWhen)((request) => untraced.has(pathOf(request.url)))
+    // off at the server level (the request has not been read with the configured propagators yet);
+    // on inside `layer`, which marks the requests it traces
+    Layer.succeed(HttpMiddleware.TracerDisabledWhen)((request) =>
+      !traced.has(request) || untraced.has(pathOf(request.url))
+    )
   )
 }
+
+/** Requests `layer` runs effect's server tracing for (see `layerTracing`). */
+const traced = new WeakSet<HttpServerRequest.HttpServerRequest>()
 
 const saneRequestId = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -107,15 +120,6 @@ export const CurrentRequestId = Context.Reference<string | undefined>(
 export const requestIdOf = (request: HttpServerRequest.HttpServerRequest): string => {
   const given = request.headers["x-request-id"]
   return given !== undefined && saneRequestId.test(given) ? given : randomUUID()
-}
-
-const incomingTraceState = (
-  request: HttpServerRequest.HttpServerRequest
-): { readonly traceId: string; readonly value: string } | undefined => {
-  const value = request.headers["tracestate"]
-  if (value === undefined || !isValidTraceState(value)) return undefined
-  const parent = HttpTraceContext.w3c(request.headers)
-  return parent._tag === "Some" ? { traceId: parent.value.traceId, value } : undefined
 }
 
 const statusOfFailure = (cause: Cause.Cause<unknown>): Effect.Effect<number> =>
@@ -140,6 +144,7 @@ export const layer = (
   HttpRouter.middleware(
     Effect.gen(function*() {
       const drain = yield* Drain
+      const propagators = yield* Propagation.Propagators
       const drainGate = gate(drain, options.drain)
       const readinessPath = options.readinessPath ?? options.drain?.readinessPath ?? "/readyz"
       return (app) =>
@@ -149,7 +154,7 @@ export const layer = (
           const method = request.method
           const requestId = requestIdOf(request)
           const started = performance.now()
-          const traceState = incomingTraceState(request)
+          const incoming = Propagation.incoming(request.headers, propagators)
           const scope = Context.getOrUndefined(fiber.context, Scope.Scope)
           Metrics.httpActive(context, method, 1)
           let route = ""
@@ -183,13 +188,37 @@ export const layer = (
             // RouteContext that onExit reads for the http.route label
             Effect.provideService(CurrentRequestId, requestId)
           )
-          const withState = traceState === undefined
+          let withState = incoming.traceState === undefined
             ? observed
-            : Effect.provideService(observed, TraceState, traceState)
-          return scope === undefined ?
+            : Effect.provideService(observed, TraceState, incoming.traceState)
+          if (incoming.baggage !== undefined) {
+            withState = Effect.provideService(withState, IncomingBaggage, incoming.baggage)
+          }
+          const served = fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ?
             withState :
-            Effect.andThen(Scope.addFinalizer(scope, Effect.sync(record)), withState)
+            serverSpan(request, incoming, withState)
+          return scope === undefined ?
+            served :
+            Effect.andThen(Scope.addFinalizer(scope, Effect.sync(record)), served)
         })
     }),
     { global: true }
   )
+
+/** effect's server tracing of `app`, under the parent `incoming` read (the app sees the request as it came). */
+const serverSpan = <E, R>(
+  request: HttpServerRequest.HttpServerRequest,
+  incoming: Propagation.Incoming,
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+  if (incoming.headers === undefined) {
+    traced.add(request)
+    // the request is in the context: the middleware runs inside the router
+    return HttpMiddleware.tracer(app) as Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  }
+  const canonical = request.modify({ headers: incoming.headers })
+  traced.add(canonical)
+  return HttpMiddleware.tracer(Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)).pipe(
+    Effect.provideService(HttpServerRequest.HttpServerRequest, canonical)
+  )
+}

@@ -22,9 +22,13 @@
  *
  * **Rules**
  *
- * - Spans are only made when a real tracer is installed (OTLP configured):
- *   with effect's native tracer nothing is exported, so the hot path does
- *   not pay for spans. Metrics are always recorded.
+ * - Spans are only made when a real tracer is installed (OTLP configured)
+ *   and the trace is sampled (`Sampling`): with effect's native tracer, or
+ *   under an unsampled request, nothing would be exported, so the hot path
+ *   does not pay for spans. Metrics are always recorded.
+ * - A sampled call leaves an exemplar (its trace and span id) on the
+ *   call-duration histogram (`Exemplars`), unless
+ *   `OTEL_METRICS_EXEMPLAR_FILTER=always_off`.
  * - Attributes never hold a secret, an argument or a response body: tool,
  *   connection and secret *names*, methods, statuses, outcomes.
  * - The outcome of a call is the audit record's (`CallGuard`): a result
@@ -52,11 +56,22 @@ export const SpanNames = {
   egress: "janus.egress"
 } as const
 
-const tracing = (fiber: { readonly getRef: <A>(ref: Context.Reference<A>) => A }): boolean =>
-  fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+type FiberLike = {
+  readonly getRef: <A>(ref: Context.Reference<A>) => A
+  readonly context: Context.Context<never>
+}
+
+/**
+ * Whether to make spans here: a real tracer is installed and the current
+ * trace is sampled (under an unsampled span, a span would only be an
+ * `UnsampledSpan`: skip making it at all).
+ */
+const tracing = (fiber: FiberLike): boolean =>
+  fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer &&
+  Context.getOrUndefined(fiber.context, Tracer.ParentSpan)?.sampled !== false
 
 const spanned = <A, E, R>(
-  fiber: { readonly getRef: <X>(ref: Context.Reference<X>) => X },
+  fiber: FiberLike,
   self: Effect.Effect<A, E, R>,
   name: string,
   options: Tracer.SpanOptionsNoTrace
@@ -138,19 +153,32 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
             })
           )
         )
+        const traced = tracing(fiber)
+        const exemplar = traced && fiber.getRef(Metrics.ExemplarsEnabled)
         const observed = guard.guardCall(caller, toolName, permitted, admitted).pipe(
-          Effect.onExit((exit) => {
-            const outcome = outcomeOf(exit)
-            Metrics.recordCall(context, toolName, connection, outcome, (performance.now() - started) / 1000)
-            if (!tracing(fiber)) return Effect.void
-            return Effect.annotateCurrentSpan({
-              "janus.outcome": outcome,
-              ...(connection === null ? {} : { "janus.connection": connection }),
-              ...(outcome === "ok" ? {} : { "error.type": outcome })
+          Effect.onExit((exit) =>
+            Effect.withFiber((inner) => {
+              const outcome = outcomeOf(exit)
+              // inside the tools/call span (sampled, when traced): its ids are the exemplar
+              const span = exemplar ? Context.getOrUndefined(inner.context, Tracer.ParentSpan) : undefined
+              Metrics.recordCall(
+                context,
+                toolName,
+                connection,
+                outcome,
+                (performance.now() - started) / 1000,
+                span?.sampled === true ? span : undefined
+              )
+              if (!traced) return Effect.void
+              return Effect.annotateCurrentSpan({
+                "janus.outcome": outcome,
+                ...(connection === null ? {} : { "janus.connection": connection }),
+                ...(outcome === "ok" ? {} : { "error.type": outcome })
+              })
             })
-          })
+          )
         )
-        if (!tracing(fiber)) return observed
+        if (!traced) return observed
         const transport = fiber.getRef(TransportSpan)
         return Effect.withSpan(observed, SpanNames.toolCall(toolName), {
           kind: "server",

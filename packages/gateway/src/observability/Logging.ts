@@ -124,7 +124,7 @@ export type Level = keyof typeof levels
  * The process's loggers: only the JSON logger (replacing effect's default
  * one), at `level`. It replaces the current loggers, so it must be built
  * before the OTLP layer, which adds its logger to them: provide it outside
- * (`program.pipe(Effect.provide(Otlp.layerFromEnv(v)), Effect.provide(Logging.layerConfig))`).
+ * (`program.pipe(Effect.provide(Otlp.layerConfig(v)), Effect.provide(Logging.layerConfig))`).
  */
 export const layer = (options: {
   readonly level: Level

@@ -34,6 +34,9 @@
  *
  * - Recording costs no string building per call: attributed series are
  *   built once per attribute combination and kept in maps.
+ * - A sampled tools/call leaves an exemplar on its duration bucket
+ *   (`toolCallDurationExemplars`), written out by `/metrics` (OpenMetrics)
+ *   and OTLP.
  * - Attributes a client controls are bounded: a tool name is only a label
  *   once the tool resolved to a connection (an unknown tool is `tool=""`),
  *   and each map holds at most {@link MAX_SERIES} entries, past which values
@@ -50,6 +53,7 @@
 import { Metrics as SseMetrics } from "@janus/sse"
 import { auditDropped } from "@janus/storage"
 import { Clock, Context, Effect, Metric } from "effect"
+import * as Exemplars from "./Exemplars.ts"
 
 let lastRegistry: unknown
 let lastAttributes: unknown
@@ -254,32 +258,47 @@ const callCounters = memo((tool) =>
   memo((connection) => memo((outcome) => Metric.withAttributes(calls, { outcome, tool, connection })))
 )
 
+/** Exemplars of `mcp.server.operation.duration` (see `Exemplars.ts`). */
+export const toolCallDurationExemplars = new Exemplars.HistogramExemplars(toolCallDuration.id, DURATION_BUCKETS)
+
+/** Whether sampled calls leave exemplars (`OTEL_METRICS_EXEMPLAR_FILTER`; off: `always_off`). */
+export const ExemplarsEnabled = Context.Reference<boolean>("@janus/gateway/observability/ExemplarsEnabled", {
+  defaultValue: () => true
+})
+
 const callDurations = memo((tool) =>
-  memo((outcome) =>
-    Metric.withAttributes(
-      toolCallDuration,
-      outcome === "ok" ?
-        { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool } :
-        { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "error.type": outcome }
-    )
-  )
+  memo((outcome) => {
+    const attributes: Record<string, string> = outcome === "ok" ?
+      { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool } :
+      { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "error.type": outcome }
+    return {
+      metric: Metric.withAttributes(toolCallDuration, attributes),
+      exemplars: toolCallDurationExemplars.of(attributes)
+    }
+  })
 )
 
 /**
  * Records one finished tools/call attempt. `connection` is the connection
  * the tool resolved to, `null` when it never resolved (then the tool name,
- * which the client chose, is not used as a label).
+ * which the client chose, is not used as a label). `span`, the call's span
+ * when its trace is sampled, becomes the exemplar of the duration's bucket.
  */
 export const recordCall = (
   context: Context.Context<never>,
   tool: string,
   connection: string | null,
   outcome: CallOutcome,
-  seconds: number
+  seconds: number,
+  span?: { readonly traceId: string; readonly spanId: string } | undefined
 ): void => {
   const toolLabel = connection === null ? "" : tool
   callCounters(toolLabel)(connection ?? "")(outcome).updateUnsafe(1, slim(context))
-  callDurations(toolLabel)(outcome).updateUnsafe(seconds, slim(context))
+  const durations = callDurations(toolLabel)(outcome)
+  durations.metric.updateUnsafe(seconds, slim(context))
+  if (span !== undefined) {
+    durations.exemplars.record({ value: seconds, traceId: span.traceId, spanId: span.spanId, timeMillis: Date.now() })
+  }
 }
 
 /** Adds `delta` (+1 / -1) to the calls holding a concurrency permit. */

@@ -1,6 +1,7 @@
 /**
  * `GET /metrics`: every metric of the process in the Prometheus text format
- * (0.0.4), always on.
+ * (0.0.4), always on; in the OpenMetrics format (1.0.0) when the scraper's
+ * `Accept` asks for it, with exemplars on the call-duration buckets.
  *
  * **Rules**
  *
@@ -20,9 +21,10 @@
  *
  * @since 0.1.0
  */
-import { type Context, Effect, type Layer, Metric } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { Context, Effect, type Layer, Metric } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
+import * as Exemplars from "./Exemplars.ts"
 import * as Metrics from "./Metrics.ts"
 import { UNITS } from "./Metrics.ts"
 
@@ -48,6 +50,45 @@ export const formatUnsafe = (context: Context.Context<never>): string => {
   })
 }
 
+/** The OpenMetrics content type (what a scraper asking for exemplars accepts). */
+export const OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+/**
+ * The registry of `context` in the OpenMetrics text format: effect's
+ * exposition with counter families named without `_total` (their samples
+ * keep it), the call-duration buckets carrying their exemplars, and `# EOF`.
+ */
+export const formatOpenMetricsUnsafe = (context: Context.Context<never>): string => {
+  const durations = prometheusName(Metrics.toolCallDuration.id, "Histogram").replace(/[^a-zA-Z0-9_:]/g, "_")
+  const suffixes = Exemplars.openMetricsSuffixes(Metrics.toolCallDurationExemplars, durations)
+  const counters = new Set<string>()
+  const out: Array<string> = []
+  for (const line of formatUnsafe(context).split("\n")) {
+    if (line === "") continue
+    const type = /^# TYPE (\S+) counter$/.exec(line)
+    if (type !== null && type[1]!.endsWith("_total")) counters.add(type[1]!)
+    out.push(line)
+  }
+  for (let i = 0; i < out.length; i++) {
+    const line = out[i]!
+    const meta = /^# (HELP|TYPE) (\S+)(.*)$/.exec(line)
+    if (meta !== null) {
+      if (counters.has(meta[2]!)) out[i] = `# ${meta[1]} ${meta[2]!.slice(0, -"_total".length)}${meta[3]}`
+      continue
+    }
+    if (suffixes.size > 0 && line.startsWith(durations)) {
+      const suffix = suffixes.get(line.slice(0, line.lastIndexOf(" ")))
+      if (suffix !== undefined) out[i] = line + suffix
+    }
+  }
+  out.push("# EOF")
+  return out.join("\n") + "\n"
+}
+
+/** Whether an `Accept` header asks for OpenMetrics (as Prometheus does when exemplar storage is on). */
+export const wantsOpenMetrics = (accept: string | undefined): boolean =>
+  accept !== undefined && /application\/openmetrics-text/i.test(accept)
+
 /** The exposition text for the current fiber's registry. */
 export const format: Effect.Effect<string> = Effect.contextWith((context: Context.Context<never>) =>
   Effect.sync(() => formatUnsafe(context))
@@ -65,11 +106,21 @@ export const layer = (options: { readonly path?: HttpRouter.PathInput | undefine
       router.add(
         "GET",
         options.path ?? "/metrics",
-        Effect.map(
-          format,
-          (text) =>
-            HttpServerResponse.text(text, { contentType: CONTENT_TYPE, headers: { "cache-control": "no-store" } })
-        )
+        Effect.contextWith((context: Context.Context<HttpServerRequest.HttpServerRequest>) => {
+          const request = Context.get(context, HttpServerRequest.HttpServerRequest)
+          const open = wantsOpenMetrics(request.headers["accept"])
+          return Effect.succeed(
+            HttpServerResponse.text(
+              open
+                ? formatOpenMetricsUnsafe(context as Context.Context<never>)
+                : formatUnsafe(context as Context.Context<never>),
+              {
+                contentType: open ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE,
+                headers: { "cache-control": "no-store" }
+              }
+            )
+          )
+        })
       )
     )
   )

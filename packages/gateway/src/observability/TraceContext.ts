@@ -3,16 +3,19 @@
  *
  * **Rules**
  *
- * - In over HTTP: effect's HTTP server reads `traceparent` (then `b3`) and
- *   makes the request's server span its child; `HttpObservability` keeps the
- *   incoming `tracestate` ({@link TraceState}) for as long as the request's
- *   trace is the incoming one.
+ * - In over HTTP: `HttpObservability` reads the formats `OTEL_PROPAGATORS`
+ *   names (`Propagation`) and makes the request's server span a child of
+ *   the caller's span; it keeps the incoming `tracestate` ({@link TraceState})
+ *   for as long as the request's trace is the incoming one, and the incoming
+ *   baggage ({@link IncomingBaggage}).
  * - In over MCP: `_meta.traceparent` / `_meta.tracestate` (reserved by the
- *   MCP specification, SEP-414) take precedence for the MCP operation:
+ *   MCP specification, SEP-414; read when `tracecontext` is configured) take
+ *   precedence for the MCP operation:
  *   {@link withMetaParent} runs the tools/call under that parent and keeps
  *   the HTTP server span as a link ({@link TransportSpan}).
  * - Out over HTTP: effect's `HttpClient` (the egress client is one, over
- *   undici) sends `traceparent` (and `b3`) for its client span by itself;
+ *   undici) writes `traceparent` for its client span, which the egress
+ *   dispatcher rewrites into the configured formats (`Propagation`);
  *   {@link inject} adds `traceparent`/`tracestate` to a plain headers object
  *   for code that writes requests by hand.
  * - Out over MCP: {@link injectMeta} adds `traceparent`/`tracestate` to a
@@ -24,6 +27,19 @@
  */
 import { Context, Effect, Option, Tracer } from "effect"
 import { HttpTraceContext } from "effect/http"
+import type { PropagatorName } from "../config/OtelVariables.ts"
+
+/** The trace context formats in force (`OTEL_PROPAGATORS`; `Propagation` reads and writes them). */
+export const Propagators = Context.Reference<ReadonlyArray<PropagatorName>>(
+  "@janus/gateway/observability/Propagators",
+  { defaultValue: () => ["tracecontext", "baggage"] }
+)
+
+/** The `baggage` header of the request being served (normalised), passed on to the calls it makes. */
+export const IncomingBaggage = Context.Reference<string | undefined>(
+  "@janus/gateway/observability/IncomingBaggage",
+  { defaultValue: () => undefined }
+)
 
 /** The incoming `tracestate` and the trace it belongs to. */
 export interface IncomingTraceState {
@@ -122,6 +138,8 @@ export const withMetaParent = (meta: unknown) => <A, E, R>(self: Effect.Effect<A
     { traceId: external.traceId, value: meta.tracestate } :
     undefined
   return Effect.withFiber((fiber) => {
+    // `_meta.traceparent` is W3C trace context: read only when OTEL_PROPAGATORS has tracecontext
+    if (!fiber.getRef(Propagators).includes("tracecontext")) return self
     const transport = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
     return self.pipe(
       Effect.withParentSpan(external),

@@ -5,10 +5,13 @@
  * @since 0.1.0
  */
 export * as Drain from "./Drain.ts"
+export * as Exemplars from "./Exemplars.ts"
 export * as HttpObservability from "./HttpObservability.ts"
 export * as Instrument from "./Instrument.ts"
 export * as Logging from "./Logging.ts"
 export * as Metrics from "./Metrics.ts"
 export * as Otlp from "./Otlp.ts"
 export * as Prometheus from "./Prometheus.ts"
+export * as Propagation from "./Propagation.ts"
+export * as Sampling from "./Sampling.ts"
 export * as TraceContext from "./TraceContext.ts"

@@ -1,14 +1,15 @@
 /**
- * OTLP export, received for real: an OTLP/HTTP receiver on 127.0.0.1 decodes
- * the JSON exports of a gateway serving a tools/call against a loopback
- * downstream, and the spans, their parent links and attributes, the
- * metrics and the logs are checked.
+ * OTLP export, received for real, for each protocol (http/json,
+ * http/protobuf, grpc): a receiver on 127.0.0.1 decodes the exports of a
+ * gateway serving a tools/call against a loopback downstream, and the span
+ * tree, its parent links and attributes, the metrics, the logs and the
+ * resource are checked.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Connections, Endpoints, Secrets } from "@janus/storage"
-import { ConfigProvider, Duration, Effect, Layer, Option, Redacted, Tracer } from "effect"
+import { ConfigProvider, Duration, Effect, Layer, Option, Tracer } from "effect"
 import { HttpServer } from "effect/http"
 import { OtlpExporter } from "effect/observability"
+import { load } from "../../src/config/JanusConfig.ts"
 import { Otlp, TraceContext } from "../../src/observability/index.ts"
 import { stateless } from "../mcp/http-client.ts"
 import * as Downstream from "../support/Downstream.ts"
@@ -17,37 +18,40 @@ import * as Receiver from "./support/Receiver.ts"
 
 const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base).href))
 
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  yield* (yield* Secrets).set("pets-key", Redacted.make("s3cr3t-value-123"))
-  const pets = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    auth: { scheme: "bearer", secret: "pets-key" },
-    egressAllowList: ["127.0.0.1"]
-  })
-  yield* (yield* Endpoints).create({
-    connectionId: pets.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
-  })
+const seed = ObservedGateway.seedPets("s3cr3t-value-123")
+
+/** Where each signal goes on the test receiver for `protocol`. */
+const signalTo = (receiver: Receiver.ReceiverState, protocol: Receiver.Protocol, path: string) => ({
+  protocol,
+  url: protocol === "grpc" ? receiver.url : receiver.url + path,
+  headers: { "x-collector-key": "collector-secret" },
+  timeoutMillis: 5_000,
+  compression: "none" as const
 })
 
-/** OTLP export to the test receiver, exporting every 100 ms. */
-const OtlpToReceiver = Layer.unwrap(Effect.map(Effect.service(Receiver.Receiver), (receiver) =>
-  Otlp.layerWith({
-    endpoint: receiver.url,
-    serviceName: "janus-test",
-    serviceVersion: "0.1.0",
-    attributes: { "service.instance.id": "test-instance" },
-    headers: Redacted.make({ "x-collector-key": "collector-secret" }),
-    metricsExportInterval: "100 millis",
-    tracesExportInterval: "100 millis"
-  })))
+/** OTLP export settings for the test receiver, exporting every 100 ms. */
+export const settingsFor = (
+  receiver: Receiver.ReceiverState,
+  protocol: Receiver.Protocol,
+  sampler: Otlp.OtlpSettings["sampler"] = { name: "parentbased_always_on", ratio: 1 }
+): Otlp.OtlpSettings => ({
+  serviceName: "janus-test",
+  serviceVersion: "0.1.0",
+  attributes: { "service.instance.id": "test-instance", "deployment.environment": "test" },
+  traces: signalTo(receiver, protocol, "/v1/traces"),
+  metrics: signalTo(receiver, protocol, "/v1/metrics"),
+  logs: signalTo(receiver, protocol, "/v1/logs"),
+  sampler,
+  metricsExportInterval: "100 millis",
+  tracesExportInterval: "100 millis",
+  logsExportInterval: "100 millis"
+})
+
+/** OTLP export to the test receiver. */
+const OtlpToReceiver = (protocol: Receiver.Protocol) =>
+  Layer.unwrap(
+    Effect.map(Effect.service(Receiver.Receiver), (receiver) => Otlp.layerWith(settingsFor(receiver, protocol)))
+  )
 
 const flush = Effect.flatMap(Effect.service(OtlpExporter.Flusher), (flusher) => flusher.flush)
 
@@ -70,166 +74,241 @@ const waitForSpans = (receiver: Receiver.ReceiverState, name: string) =>
     }
   })
 
-describe("OTLP export (recipe applied)", () => {
-  const TestLayer = Layer.effectDiscard(seed).pipe(
-    Layer.provideMerge(ObservedGateway.layer()),
-    Layer.provideMerge(OtlpToReceiver),
-    Layer.provideMerge(Receiver.layer),
-    Layer.provideMerge(Downstream.layer)
-  )
+for (const protocol of ["http/json", "http/protobuf", "grpc"] as const) {
+  describe(`OTLP export over ${protocol}`, () => {
+    const TestLayer = Layer.effectDiscard(seed).pipe(
+      Layer.provideMerge(ObservedGateway.layer()),
+      Layer.provideMerge(OtlpToReceiver(protocol)),
+      Layer.provideMerge(Receiver.layerFor(protocol)),
+      Layer.provideMerge(Downstream.layer)
+    )
 
-  layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("a tools/call", (it) => {
-    it.effect("exports the HTTP span, the tools/call span and its children with parents and attributes", () =>
-      Effect.gen(function*() {
-        const receiver = yield* Receiver.Receiver
-        const downstream = yield* Downstream.Downstream
-        const url = yield* mcpUrl
-        const reply = yield* stateless(url, "tools/call", { name: "get_pet", arguments: { id: "7" } }, {
-          traceparent: `00-${incomingTraceId}-${incomingSpanId}-01`,
-          tracestate: "vendor=abc"
-        })
-        assert.strictEqual(reply.status, 200)
-        assert.deepStrictEqual(reply.body.result.structuredContent, { id: "7", name: "Rex", tag: null })
-        assert.match(reply.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/)
+    layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("a tools/call", (it) => {
+      it.effect("exports the HTTP span, the tools/call span and its children with parents and attributes", () =>
+        Effect.gen(function*() {
+          const receiver = yield* Receiver.Receiver
+          const downstream = yield* Downstream.Downstream
+          const url = yield* mcpUrl
+          const reply = yield* stateless(url, "tools/call", { name: "get_pet", arguments: { id: "7" } }, {
+            traceparent: `00-${incomingTraceId}-${incomingSpanId}-01`,
+            tracestate: "vendor=abc"
+          })
+          assert.strictEqual(reply.status, 200)
+          assert.deepStrictEqual(reply.body.result.structuredContent, { id: "7", name: "Rex", tag: null })
+          assert.match(reply.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/)
 
-        yield* waitForSpans(receiver, "tools/call get_pet")
-        const spans = Receiver.spans(receiver).filter((s) => s.traceId === incomingTraceId)
+          yield* waitForSpans(receiver, "tools/call get_pet")
+          const spans = Receiver.spans(receiver).filter((s) => s.traceId === incomingTraceId)
 
-        // The HTTP server span continues the incoming trace.
-        const http = one(spans, "POST /mcp")
-        assert.strictEqual(http.parentSpanId, incomingSpanId)
-        assert.strictEqual(http.kind, 2)
-        const httpAttributes = Receiver.attributes(http.attributes)
-        assert.strictEqual(httpAttributes["http.route"], "/mcp")
-        assert.strictEqual(httpAttributes["http.request.method"], "POST")
-        assert.strictEqual(httpAttributes["http.response.status_code"], 200)
+          // The HTTP server span continues the incoming trace.
+          const http = one(spans, "POST /mcp")
+          assert.strictEqual(http.parentSpanId, incomingSpanId)
+          assert.strictEqual(http.kind, 2)
+          const httpAttributes = Receiver.attributes(http.attributes)
+          assert.strictEqual(httpAttributes["http.route"], "/mcp")
+          assert.strictEqual(httpAttributes["http.request.method"], "POST")
+          assert.strictEqual(httpAttributes["http.response.status_code"], 200)
 
-        // Admission, then the MCP operation, both under the HTTP span.
-        one(spans, "janus.admit", http)
-        const call = one(spans, "tools/call get_pet", http)
-        assert.strictEqual(call.kind, 2)
-        assert.deepInclude(Receiver.attributes(call.attributes), {
-          "mcp.method.name": "tools/call",
-          "gen_ai.operation.name": "execute_tool",
-          "gen_ai.tool.name": "get_pet",
-          "janus.outcome": "ok",
-          "janus.connection": "pets",
-          "janus.caller.id": "anonymous"
-        })
+          // Admission, then the MCP operation, both under the HTTP span.
+          one(spans, "janus.admit", http)
+          const call = one(spans, "tools/call get_pet", http)
+          assert.strictEqual(call.kind, 2)
+          assert.deepInclude(Receiver.attributes(call.attributes), {
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "get_pet",
+            "janus.outcome": "ok",
+            "janus.connection": "pets",
+            "janus.caller.id": "anonymous"
+          })
 
-        // Resolve, secret, egress under the call; the client span under egress.
-        one(spans, "janus.config_cache.snapshot", call)
-        const secret = one(spans, "janus.secret_cache.reveal", call)
-        assert.strictEqual(Receiver.attributes(secret.attributes)["janus.secret.name"], "pets-key")
-        const egress = one(spans, "janus.egress", call)
-        assert.deepInclude(Receiver.attributes(egress.attributes), {
-          "http.request.method": "GET",
-          "http.response.status_code": 200,
-          "janus.egress.attempts": 1
-        })
-        const client = one(spans, "GET", egress)
-        assert.strictEqual(client.kind, 3)
-        assert.strictEqual(Receiver.attributes(client.attributes)["http.response.status_code"], 200)
+          // Resolve, secret, egress under the call; the client span under egress.
+          one(spans, "janus.config_cache.snapshot", call)
+          const secret = one(spans, "janus.secret_cache.reveal", call)
+          assert.strictEqual(Receiver.attributes(secret.attributes)["janus.secret.name"], "pets-key")
+          const egress = one(spans, "janus.egress", call)
+          assert.deepInclude(Receiver.attributes(egress.attributes), {
+            "http.request.method": "GET",
+            "http.response.status_code": 200,
+            "janus.egress.attempts": 1
+          })
+          const client = one(spans, "GET", egress)
+          assert.strictEqual(client.kind, 3)
+          assert.strictEqual(Receiver.attributes(client.attributes)["http.response.status_code"], 200)
 
-        // W3C trace context reached the downstream: the client span is its parent.
-        assert.strictEqual(downstream.lastHeaders["traceparent"], `00-${incomingTraceId}-${client.spanId}-01`)
+          // W3C trace context reached the downstream: the client span is its parent.
+          assert.strictEqual(downstream.lastHeaders["traceparent"], `00-${incomingTraceId}-${client.spanId}-01`)
 
-        // No span carries the secret.
-        assert.notInclude(JSON.stringify(receiver.traces), "s3cr3t-value-123")
+          // No span carries the secret.
+          assert.notInclude(JSON.stringify(receiver.traces), "s3cr3t-value-123")
 
-        // OTEL_EXPORTER_OTLP_HEADERS reach the collector.
-        assert.strictEqual(receiver.lastHeaders["x-collector-key"], "collector-secret")
+          // OTEL_EXPORTER_OTLP_HEADERS reach the collector (as gRPC metadata over grpc).
+          assert.strictEqual(String(receiver.lastHeaders["x-collector-key"]), "collector-secret")
 
-        // The resource names the service and the instance.
-        assert.deepInclude(Receiver.resources(receiver)[0]!, {
-          "service.name": "janus-test",
-          "service.version": "0.1.0",
-          "service.instance.id": "test-instance"
-        })
-      }))
+          // The resource names the service and the instance.
+          assert.deepInclude(Receiver.resources(receiver)[0]!, {
+            "service.name": "janus-test",
+            "service.version": "0.1.0",
+            "service.instance.id": "test-instance",
+            "deployment.environment": "test"
+          })
 
-    it.effect("exports the metrics and the logs, logs with the trace id", () =>
-      Effect.gen(function*() {
-        const receiver = yield* Receiver.Receiver
-        const url = yield* mcpUrl
-        yield* stateless(url, "tools/call", { name: "get_pet", arguments: { id: "8" } })
-        yield* Effect.logInfo("observed log line").pipe(Effect.withSpan("log-parent"))
-        let names = new Set<string>()
-        for (let i = 0; i < 50 && !names.has("janus.calls"); i++) {
-          yield* flush
-          names = Receiver.metricNames(receiver)
-          if (!names.has("janus.calls")) yield* Effect.sleep("100 millis")
-        }
-        for (
-          const name of [
-            "janus.calls",
-            "mcp.server.operation.duration",
-            "http.server.request.duration",
-            "janus.calls.active"
-          ]
-        ) assert.isTrue(names.has(name), `metric ${name} not exported`)
-        yield* flush
-        const logged = Receiver.logBodies(receiver).find((l) => l.body.includes("observed log line"))
-        assert.isDefined(logged)
-        assert.match(logged!.traceId ?? "", /^[0-9a-f]{32}$/)
-      }))
+          // The protocol is the one asked for.
+          assert.deepStrictEqual([...receiver.contentTypes], [
+            { "http/json": "application/json", "http/protobuf": "application/x-protobuf", grpc: "application/grpc" }[
+              protocol
+            ]
+          ])
+        }))
 
-    it.effect("an MCP request's _meta.traceparent parents the operation, linked to the HTTP span", () =>
-      Effect.gen(function*() {
-        const receiver = yield* Receiver.Receiver
-        const metaTrace = "0af7651916cd43dd8448eb211c80319c"
-        const metaSpan = "b7ad6b7169203331"
-        // What the Dispatcher does once wired (recipe 6), around an operation span.
-        yield* Effect.void.pipe(
-          Effect.withSpan("tools/call meta_tool", { kind: "server" }),
-          Effect.provideService(TraceContext.TransportSpan, undefined),
-          TraceContext.withMetaParent({ traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: "k=v" }),
-          Effect.withSpan("POST /mcp (transport)", { kind: "server" })
-        )
-        const headers = yield* TraceContext.inject({ accept: "x" }).pipe(
-          TraceContext.withMetaParent({ traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: "k=v" })
-        )
-        assert.deepStrictEqual(headers, {
-          accept: "x",
-          traceparent: `00-${metaTrace}-${metaSpan}-01`,
-          tracestate: "k=v"
-        })
-        yield* waitForSpans(receiver, "tools/call meta_tool")
-        const operation = one(Receiver.spans(receiver), "tools/call meta_tool")
-        assert.strictEqual(operation.traceId, metaTrace)
-        assert.strictEqual(operation.parentSpanId, metaSpan)
-      }))
+      it.effect("exports the metrics and the logs, logs with the trace id", () =>
+        Effect.gen(function*() {
+          const receiver = yield* Receiver.Receiver
+          const url = yield* mcpUrl
+          yield* stateless(url, "tools/call", { name: "get_pet", arguments: { id: "8" } })
+          yield* Effect.logInfo("observed log line").pipe(Effect.withSpan("log-parent"))
+          let names = new Set<string>()
+          for (let i = 0; i < 50 && !names.has("janus.calls"); i++) {
+            yield* flush
+            names = Receiver.metricNames(receiver)
+            if (!names.has("janus.calls")) yield* Effect.sleep("100 millis")
+          }
+          for (
+            const name of [
+              "janus.calls",
+              "mcp.server.operation.duration",
+              "http.server.request.duration",
+              "janus.calls.active"
+            ]
+          ) assert.isTrue(names.has(name), `metric ${name} not exported`)
+          const durations = Receiver.allMetrics(receiver).filter((m) => m.name === "mcp.server.operation.duration")
+          const point = durations.flatMap((m) => m.histogram.dataPoints).find((p: any) =>
+            Receiver.attributes(p.attributes)["gen_ai.tool.name"] === "get_pet"
+          )
+          assert.isDefined(point, "a call-duration data point for get_pet")
+          assert.isAtLeast(Number(point.count), 1)
+          if (protocol === "http/json") {
+            // exemplars point at the sampled traces of the calls
+            const exported = new Set(Receiver.spans(receiver).map((s) => `${s.traceId}/${s.spanId}`))
+            assert.isAtLeast(point.exemplars?.length ?? 0, 1, "an exemplar on the call-duration histogram")
+            for (const exemplar of point.exemplars) {
+              assert.isTrue(exported.has(`${exemplar.traceId}/${exemplar.spanId}`), "the exemplar's span was exported")
+            }
+          }
+          for (const resource of Receiver.otherResources(receiver)) {
+            assert.deepInclude(resource, { "service.name": "janus-test", "service.instance.id": "test-instance" })
+          }
+          let logged: { body: string; traceId: string | undefined } | undefined
+          for (let i = 0; i < 50 && logged === undefined; i++) {
+            yield* flush
+            logged = Receiver.logBodies(receiver).find((l) => l.body.includes("observed log line"))
+            if (logged === undefined) yield* Effect.sleep("100 millis")
+          }
+          assert.isDefined(logged)
+          assert.match(logged!.traceId ?? "", /^[0-9a-f]{32}$/)
+        }))
+
+      it.effect("an MCP request's _meta.traceparent parents the operation, linked to the HTTP span", () =>
+        Effect.gen(function*() {
+          const receiver = yield* Receiver.Receiver
+          const metaTrace = "0af7651916cd43dd8448eb211c80319c"
+          const metaSpan = "b7ad6b7169203331"
+          // What the Dispatcher does once wired (recipe 6), around an operation span.
+          yield* Effect.void.pipe(
+            Effect.withSpan("tools/call meta_tool", { kind: "server" }),
+            Effect.provideService(TraceContext.TransportSpan, undefined),
+            TraceContext.withMetaParent({ traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: "k=v" }),
+            Effect.withSpan("POST /mcp (transport)", { kind: "server" })
+          )
+          const headers = yield* TraceContext.inject({ accept: "x" }).pipe(
+            TraceContext.withMetaParent({ traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: "k=v" })
+          )
+          assert.deepStrictEqual(headers, {
+            accept: "x",
+            traceparent: `00-${metaTrace}-${metaSpan}-01`,
+            tracestate: "k=v"
+          })
+          yield* waitForSpans(receiver, "tools/call meta_tool")
+          const operation = one(Receiver.spans(receiver), "tools/call meta_tool")
+          assert.strictEqual(operation.traceId, metaTrace)
+          assert.strictEqual(operation.parentSpanId, metaSpan)
+        }))
+    })
   })
-})
+}
 
-describe("Otlp.settingsFromEnv", () => {
+describe("Otlp.settingsOf (the OTEL_* variables)", () => {
   const settings = (env: Record<string, string>) =>
-    Otlp.settingsFromEnv("9.9.9").pipe(
+    load.pipe(
+      Effect.map((config) => Otlp.settingsOf(config, "9.9.9")),
       Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
     )
 
-  it.effect("no endpoint, no export", () =>
+  it.effect("no endpoint, no export; OTEL_SDK_DISABLED and *_EXPORTER=none turn export off", () =>
     Effect.gen(function*() {
       assert.isTrue(Option.isNone(yield* settings({ OTEL_SERVICE_NAME: "x" })))
+      assert.isTrue(
+        Option.isNone(yield* settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" }))
+      )
+      const tracesOnly = Option.getOrThrow(
+        yield* settings({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+          OTEL_METRICS_EXPORTER: "none",
+          OTEL_LOGS_EXPORTER: "none"
+        })
+      )
+      assert.isDefined(tracesOnly.traces)
+      assert.isUndefined(tracesOnly.metrics)
+      assert.isUndefined(tracesOnly.logs)
     }))
 
-  it.effect("reads the standard variables", () =>
+  it.effect("reads the standard variables, per signal over the general ones", () =>
     Effect.gen(function*() {
-      const read = yield* settings({
-        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
-        OTEL_SERVICE_NAME: "janus-prod",
-        OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc,x-tenant = t1",
-        OTEL_METRIC_EXPORT_INTERVAL: "15000",
-        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod"
-      })
-      assert.isTrue(Option.isSome(read))
-      const value = Option.getOrThrow(read)
-      assert.strictEqual(value.endpoint, "http://collector:4318")
+      const value = Option.getOrThrow(
+        yield* settings({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4317",
+          OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc",
+          OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "http/json",
+          OTEL_SERVICE_NAME: "janus-prod",
+          OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc,x-tenant = t1",
+          OTEL_EXPORTER_OTLP_LOGS_HEADERS: "x-logs=1",
+          OTEL_EXPORTER_OTLP_TIMEOUT: "2000",
+          OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: "3000",
+          OTEL_EXPORTER_OTLP_COMPRESSION: "gzip",
+          OTEL_METRIC_EXPORT_INTERVAL: "15000",
+          OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod,team=a%2Cb",
+          OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+          OTEL_TRACES_SAMPLER_ARG: "0.01"
+        })
+      )
       assert.strictEqual(value.serviceName, "janus-prod")
       assert.strictEqual(value.serviceVersion, "9.9.9")
-      assert.deepStrictEqual(Redacted.value(value.headers!), { authorization: "Bearer abc", "x-tenant": "t1" })
+      assert.deepStrictEqual(value.traces, {
+        protocol: "grpc",
+        url: "http://collector:4317",
+        headers: { authorization: "Bearer abc", "x-tenant": "t1" },
+        timeoutMillis: 2000,
+        compression: "gzip"
+      })
+      assert.deepStrictEqual(value.metrics, {
+        protocol: "http/json",
+        url: "http://collector:4318/v1/metrics",
+        headers: { authorization: "Bearer abc", "x-tenant": "t1" },
+        timeoutMillis: 3000,
+        compression: "gzip"
+      })
+      assert.deepStrictEqual(value.logs, {
+        protocol: "http/protobuf",
+        url: "http://collector:4318/v1/logs",
+        headers: { "x-logs": "1" },
+        timeoutMillis: 2000,
+        compression: "gzip"
+      })
+      assert.deepStrictEqual(value.sampler, { name: "parentbased_traceidratio", ratio: 0.01 })
       assert.strictEqual(String(value.metricsExportInterval), String(Duration.millis(15_000)))
-      assert.isString(value.attributes?.["service.instance.id"])
+      assert.deepInclude(value.attributes, { "deployment.environment": "prod", team: "a,b" })
+      assert.isString(value.attributes["service.instance.id"])
       // a service.instance.id set by the operator wins
       const own = Option.getOrThrow(
         yield* settings({
@@ -237,14 +316,53 @@ describe("Otlp.settingsFromEnv", () => {
           OTEL_RESOURCE_ATTRIBUTES: "service.instance.id=pod-7"
         })
       )
-      assert.deepStrictEqual(own.attributes, {})
+      assert.deepStrictEqual(own.attributes, { "service.instance.id": "pod-7" })
       assert.strictEqual(own.serviceName, "janus")
+      assert.strictEqual(own.traces?.protocol, "http/protobuf")
+      assert.deepStrictEqual(own.sampler, { name: "parentbased_always_on", ratio: 1 })
     }))
 
-  it.effect("a malformed endpoint is a ConfigError naming the variable", () =>
+  it.effect("every bad value is named with what is expected, secrets masked", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }))
-      assert.include(String(error), "OTEL_EXPORTER_OTLP_ENDPOINT")
+      const error = yield* Effect.flip(settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "not a url",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "thrift",
+        OTEL_EXPORTER_OTLP_HEADERS: "s3cr3t-token-value",
+        OTEL_EXPORTER_OTLP_TIMEOUT: "10s",
+        OTEL_EXPORTER_OTLP_COMPRESSION: "zstd",
+        OTEL_TRACES_SAMPLER: "ratelimiting",
+        OTEL_TRACES_SAMPLER_ARG: "1%",
+        OTEL_PROPAGATORS: "tracecontext,jaeger",
+        OTEL_RESOURCE_ATTRIBUTES: "no-equals",
+        OTEL_SDK_DISABLED: "maybe",
+        OTEL_METRICS_EXEMPLAR_FILTER: "sometimes"
+      }))
+      const message = error.message
+      for (
+        const line of [
+          "OTEL_EXPORTER_OTLP_ENDPOINT=\"not a url\": expected a URL starting with http:// or https://",
+          "OTEL_EXPORTER_OTLP_PROTOCOL=\"thrift\": expected one of grpc, http/protobuf, http/json",
+          "OTEL_EXPORTER_OTLP_HEADERS=(18 characters, hidden): expected comma-separated key=value pairs",
+          "OTEL_EXPORTER_OTLP_TIMEOUT=\"10s\": expected an integer number of milliseconds from 1 to 600000",
+          "OTEL_EXPORTER_OTLP_COMPRESSION=\"zstd\": expected one of gzip, none",
+          "OTEL_TRACES_SAMPLER=\"ratelimiting\": expected one of always_on, always_off, traceidratio",
+          "OTEL_TRACES_SAMPLER_ARG=\"1%\": expected a sampling probability from 0 to 1",
+          "OTEL_PROPAGATORS=\"tracecontext,jaeger\": expected a comma-separated list of tracecontext, baggage, b3, b3multi, or none",
+          "OTEL_RESOURCE_ATTRIBUTES=\"no-equals\": expected comma-separated key=value pairs",
+          "OTEL_SDK_DISABLED=\"maybe\": expected true or false",
+          "OTEL_METRICS_EXEMPLAR_FILTER=\"sometimes\": expected one of trace_based, always_on, always_off"
+        ]
+      ) assert.include(message, line)
+      assert.notInclude(message, "s3cr3t")
+      // a gRPC endpoint with a path is an HTTP endpoint given to gRPC
+      const grpc = yield* Effect.flip(settings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/v1/traces",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc"
+      }))
+      assert.include(
+        grpc.message,
+        "OTEL_EXPORTER_OTLP_ENDPOINT=\"http://collector:4318/v1/traces\": expected http(s)://host:port without a path"
+      )
     }))
 })
 

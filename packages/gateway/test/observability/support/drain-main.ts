@@ -52,7 +52,7 @@ const Main = Layer.effectDiscard(announce).pipe(
 )
 
 Layer.launch(Main).pipe(
-  Effect.provide(Otlp.layerFromEnv(VERSION)),
+  Effect.provide(Otlp.layerConfig(VERSION)),
   Effect.provide(Layer.provideMerge(Logging.layerConfig, JanusConfig.layer)),
   Effect.provide(NodeServices.layer),
   NodeRuntime.runMain({
