@@ -65,6 +65,7 @@ describe("1 % head sampling", () => {
           const receiver = yield* Receiver.Receiver
           const guard = Instrument.mcpGuard(McpGuard.of({
             admit: () => Effect.succeed(Caller.anonymous),
+            admitMessage: () => Effect.void,
             guardCall: (_caller, _tool, call) => call
           }))
           const calls = 10_000
