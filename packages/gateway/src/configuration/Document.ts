@@ -17,10 +17,11 @@
  * - Secrets are names, with an optional `valueFrom: { env: NAME }`; client
  *   tokens are definitions (scopes, expiry, revoked), with an optional
  *   `valueFrom` too. No value is ever written into a document.
- * - Text: JSON when it starts with `{`, YAML otherwise (YAML 1.2, several
- *   documents in a stream allowed, keys unique, at most 100 aliases); at
- *   most `MAX_DOCUMENT_BYTES`, nested at most `MAX_DEPTH` levels. A parse
- *   error says where (line and column, or position), and quotes nothing.
+ * - Text: JSON when it starts with `{` and parses as JSON, YAML otherwise
+ *   (YAML 1.2, several documents in a stream allowed, keys unique, at most
+ *   100 aliases); at most `MAX_DOCUMENT_BYTES`, nested at most `MAX_DEPTH`
+ *   levels. A parse error says where (line and column) and what kind of
+ *   error, and quotes nothing of the text.
  * - Unknown fields are refused, at every level. Every problem is reported at
  *   once with its document path (`connections[2].baseUrl`, prefixed by its
  *   file when there are several), the value given there (not for fields
@@ -201,7 +202,9 @@ const sensitive = /secret|token|password|credential|key/i
 
 /** The value at `path` in `input`, as shown in a message: JSON, at most 100 characters. */
 const shownAt = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
-  if (path.some((key) => typeof key === "string" && sensitive.test(key))) return undefined
+  // the sections `secrets` and `clientTokens` hold names and definitions, never values
+  const inner = (SECTIONS as ReadonlyArray<PropertyKey>).includes(path[0] ?? "") ? path.slice(1) : path
+  if (inner.some((key) => typeof key === "string" && sensitive.test(key))) return undefined
   let current = input
   for (const key of path) {
     if (typeof current !== "object" || current === null || !Object.hasOwn(current, key)) return undefined
@@ -245,17 +248,12 @@ export const parseText = (
     }
     const body = text.replace(/^\uFEFF/, "")
     const values: Array<unknown> = []
-    if (body.trimStart().startsWith("{")) {
-      try {
-        values.push(JSON.parse(body))
-      } catch (error) {
-        // V8 quotes part of the input in its message; only the position is kept.
-        const position = /position (\d+)/.exec(error instanceof Error ? error.message : "")?.[1]
-        return yield* fail(`not valid JSON${position === undefined ? "" : ` (at position ${position})`}`)
-      }
-    } else {
+    const json = body.trimStart().startsWith("{") ? parseJson(body) : undefined
+    if (json !== undefined) values.push(json.value)
+    else {
+      // YAML (a superset of JSON): also what says where JSON text that JSON.parse refused is wrong
       const Yaml = yield* yaml
-      const docs = Yaml.parseAllDocuments(body, { uniqueKeys: true, prettyErrors: false, version: "1.2" })
+      const docs = Yaml.parseAllDocuments(body, { uniqueKeys: true, prettyErrors: true, version: "1.2" })
       if (!Array.isArray(docs)) return yield* fail("no document: expected a YAML or JSON configuration document")
       const problems: Array<{ path: string; message: string }> = []
       for (const [i, doc] of docs.entries()) {
@@ -281,10 +279,18 @@ export const parseText = (
     const deep = parts.findIndex(tooDeep)
     if (deep !== -1) return yield* fail(`nested more than ${MAX_DEPTH} levels deep`)
     return parts.map((value, i) => ({
-      source: parts.length === 1 ? source : `${source ?? "document"} (document ${i + 1})`,
+      source: parts.length === 1 ? source : source === undefined ? `document ${i + 1}` : `${source} (document ${i + 1})`,
       value
     }))
   })
+
+const parseJson = (text: string): { readonly value: unknown } | undefined => {
+  try {
+    return { value: JSON.parse(text) }
+  } catch {
+    return undefined
+  }
+}
 
 // The parser's codes, not its messages: those quote the text, which may be anything.
 const yamlReason = (code: string): string => code.toLowerCase().replaceAll("_", " ")
