@@ -14,7 +14,7 @@ import * as StorageTesting from "@janus/storage/testing"
 import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import * as Yaml from "yaml"
 import { ConfigurationApplier } from "../../src/configuration/Applier.ts"
-import { MAX_DEPTH } from "../../src/configuration/Document.ts"
+import { type ConfigurationInvalid, MAX_DEPTH } from "../../src/configuration/Document.ts"
 import { allowList, applyText, applyValue, populate } from "./support.ts"
 
 const header = { apiVersion: "janus/v1", kind: "Configuration" }
@@ -41,7 +41,7 @@ const refused = (text: string, paths: ReadonlyArray<string | RegExp>, options: P
     const after = yield* applier.export
     assert.strictEqual(after.basis, before.basis, "nothing was written")
     assert.deepStrictEqual(after.document, before.document)
-    return error
+    return error as ConfigurationInvalid
   })
 
 const json = (value: unknown) => JSON.stringify({ ...header, ...(value as object) })
