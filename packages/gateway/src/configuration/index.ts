@@ -8,6 +8,7 @@
  */
 export * as Applier from "./Applier.ts"
 export { ConfigurationApplier, ConfigurationChanged } from "./Applier.ts"
+export { ConfigFile, type ConfigFileStatus } from "./ConfigFile.ts"
 export * as Document from "./Document.ts"
 export { ConfigurationInvalid } from "./Document.ts"
 export * as Plan from "./Plan.ts"
