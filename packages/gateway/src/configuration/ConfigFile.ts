@@ -99,9 +99,9 @@ export class ConfigFile extends Context.Service<ConfigFile, {
           if (Option.isSome(previous) && previous.value.state === "invalid" && sameProblems(previous.value, problems)) {
             return
           }
-          yield* Effect.logWarning(
-            "JANUS_CONFIG_FILE does not validate; the running configuration is kept until the document is corrected"
-          ).pipe(Effect.annotateLogs({ path, problems: problems.slice(0, MAX_SHOWN_PROBLEMS) }))
+          yield* Effect.logWarning(refusal(problems)).pipe(
+            Effect.annotateLogs({ path, problems: problems.slice(0, MAX_SHOWN_PROBLEMS) })
+          )
           return yield* record({
             state: "invalid",
             digest: null,
@@ -144,10 +144,8 @@ export class ConfigFile extends Context.Service<ConfigFile, {
         const invalid = error._tag === "ConfigurationInvalid"
         const problems = invalid ? error.problems.map((p) => p.line) : [error.message]
         yield* (invalid
-          ? Effect.logWarning(
-            "JANUS_CONFIG_FILE does not validate; the running configuration is kept until the document is corrected"
-          )
-          : Effect.logError("JANUS_CONFIG_FILE could not be applied; retrying")).pipe(
+          ? Effect.logWarning(refusal(problems))
+          : Effect.logError(`JANUS_CONFIG_FILE could not be applied (${problems[0]}); retrying`)).pipe(
             Effect.annotateLogs({ path, digest, problems: problems.slice(0, MAX_SHOWN_PROBLEMS) })
           )
         return yield* record({
@@ -187,6 +185,11 @@ export class ConfigFile extends Context.Service<ConfigFile, {
     })
   ).pipe(Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
 }
+
+/** The log line of a refused document: the first problem in words, all of them in the annotations. */
+const refusal = (problems: ReadonlyArray<string>) =>
+  `JANUS_CONFIG_FILE does not validate (${problems.length} problem${problems.length === 1 ? "" : "s"}, first: ` +
+  `${problems[0]}); the running configuration is kept until the document is corrected`
 
 const sameProblems = (status: ConfigFileStatus, problems: ReadonlyArray<string>) =>
   status.problems.length === Math.min(problems.length, MAX_SHOWN_PROBLEMS) &&
