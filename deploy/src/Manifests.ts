@@ -149,9 +149,11 @@ export const documentVariables = (r: Rendered): Set<string> => {
   // the gateway reads documents as YAML 1.2
   const doc = text === undefined ? undefined : Yaml.parse(text, { version: "1.2" }) as Record<string, unknown>
   const items = [doc?.secrets, doc?.clientTokens].flatMap((list) => Array.isArray(list) ? list : [])
-  return new Set(items.flatMap((item: { valueFrom?: { env?: unknown } }) =>
-    typeof item?.valueFrom?.env === "string" ? [item.valueFrom.env] : []
-  ))
+  return new Set(
+    items.flatMap((item: { valueFrom?: { env?: unknown } }) =>
+      typeof item?.valueFrom?.env === "string" ? [item.valueFrom.env] : []
+    )
+  )
 }
 
 /** A Secret's values as text, from `stringData` and base64 `data`. */

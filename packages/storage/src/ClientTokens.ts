@@ -149,11 +149,14 @@ export class ClientTokens extends Context.Service<ClientTokens, {
 
       // A given value that another token already has: said without the value.
       const valueTaken = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        Effect.mapError(effect, (error): E | InvalidInput =>
-          isSqlError(error) && error.reason._tag === "UniqueViolation" &&
-            error.reason.constraint === "client_tokens_token_hash_key"
-            ? new InvalidInput({ entity: "client_token", field: "value", expected: "a value no other token has" })
-            : error)
+        Effect.mapError(
+          effect,
+          (error): E | InvalidInput =>
+            isSqlError(error) && error.reason._tag === "UniqueViolation" &&
+              error.reason.constraint === "client_tokens_token_hash_key"
+              ? new InvalidInput({ entity: "client_token", field: "value", expected: "a value no other token has" })
+              : error
+        )
 
       const create = Effect.fnUntraced(function*(
         raw: typeof ClientTokenInput.Encoded,
@@ -217,12 +220,12 @@ export class ClientTokens extends Context.Service<ClientTokens, {
 
       const hasValue = (id: string, value: Redacted.Redacted<string>) =>
         hashOf(id).pipe(
-            Effect.map((rows) =>
-              rows[0] !== undefined &&
-              SecretBox.hashesEqual(new Uint8Array(rows[0].token_hash), SecretBox.hashToken(Redacted.value(value)))
-            ),
-            storageError("clientTokens.hasValue")
-          )
+          Effect.map((rows) =>
+            rows[0] !== undefined &&
+            SecretBox.hashesEqual(new Uint8Array(rows[0].token_hash), SecretBox.hashToken(Redacted.value(value)))
+          ),
+          storageError("clientTokens.hasValue")
+        )
 
       const revoke = (id: string) =>
         sql.withTransaction(Effect.gen(function*() {

@@ -72,7 +72,9 @@ const readDocument = (request: HttpServerRequest.HttpServerRequest) =>
     return yield* fromTexts([[undefined, text]]).pipe(Effect.mapError(invalidConfiguration))
   })
 
-const invalidConfiguration = (error: { readonly message: string; readonly problems: ReadonlyArray<Problem.FieldError> }) =>
+const invalidConfiguration = (
+  error: { readonly message: string; readonly problems: ReadonlyArray<Problem.FieldError> }
+) =>
   Problem.make(400, "invalid_configuration", error.message, {
     fields: error.problems.map((p) => ({ path: p.path, message: p.message }))
   })

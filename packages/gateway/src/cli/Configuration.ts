@@ -23,8 +23,8 @@ import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Fs from "node:fs/promises"
 import { type ApplyResult, ConfigurationApplier } from "../configuration/Applier.ts"
-import { fromTexts, load, type Loaded } from "../configuration/Sources.ts"
 import type { ConfigurationInvalid } from "../configuration/Document.ts"
+import { fromTexts, load, type Loaded } from "../configuration/Sources.ts"
 import * as Text from "../configuration/Text.ts"
 import { StorageLive } from "../StorageLive.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, progress, readStdin, Reported } from "./Support.ts"
@@ -60,8 +60,8 @@ const exportCommand = Command.make("export", {
     })
     yield* progress(`Wrote the configuration to ${Option.getOrThrow(input.output)}`)
   })))).pipe(
-  Command.withDescription("Write the configuration (no secret or token values) as a YAML or JSON document")
-)
+    Command.withDescription("Write the configuration (no secret or token values) as a YAML or JSON document")
+  )
 
 const fromStdin: Effect.Effect<Loaded, CliFailure | ConfigurationInvalid> = Effect.flatMap(
   readStdin("give the document with -f FILE"),
@@ -113,7 +113,7 @@ const applyCommand = Command.make("apply", {
       const applier = yield* ConfigurationApplier
       const plan = yield* applier.apply(loaded.configuration, { ...options, dryRun: true })
       const pending = plan.plan.changes.filter((c) => c.action !== "remove" || input.prune)
-      if (!input.json) for (const line of Text.plan(plan.plan)) yield* Console.log(line)
+      if (!input.json) { for (const line of Text.plan(plan.plan)) yield* Console.log(line) }
       if (input.dryRun || pending.length === 0) {
         if (!input.json) {
           yield* Console.log(
@@ -136,12 +136,14 @@ const applyCommand = Command.make("apply", {
     if (input.json) yield* printJson(asJson(result))
     return result.plan.changes.some((c) => c.action !== "remove" || input.prune)
   })).pipe(
-    Effect.flatMap((changed) => input.detailedExitCode && changed ? Effect.fail(new Reported({ code: 2 })) : Effect.void)
+    Effect.flatMap((changed) =>
+      input.detailedExitCode && changed ? Effect.fail(new Reported({ code: 2 })) : Effect.void
+    )
   )).pipe(
-  Command.withDescription(
-    "Apply a configuration document: print the plan as a diff, then apply it in one transaction " +
-      "(--dry-run: only the plan; --prune: also remove what the document does not name)"
+    Command.withDescription(
+      "Apply a configuration document: print the plan as a diff, then apply it in one transaction " +
+        "(--dry-run: only the plan; --prune: also remove what the document does not name)"
+    )
   )
-)
 
 export { applyCommand as apply, exportCommand as export_ }

@@ -38,8 +38,8 @@
 import {
   ClientTokens,
   Connections,
-  Endpoints,
   type EndpointInput,
+  Endpoints,
   Secrets,
   StorageError,
   VirtualServers
@@ -48,6 +48,7 @@ import { Clock, Config, Context, Data, Effect, Layer, Option, Redacted, Schema }
 import * as SqlClient from "effect/sql/SqlClient"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { VARIABLES } from "../config/JanusConfig.ts"
+import { canonical } from "../openapi/Plan.ts"
 import {
   type ClientTokenItem,
   type Configuration,
@@ -56,7 +57,6 @@ import {
   invalid,
   within
 } from "./Document.ts"
-import { canonical } from "../openapi/Plan.ts"
 import { clientTokenFull, clientTokenItem, exportDocument, type State } from "./Items.ts"
 import * as Plan from "./Plan.ts"
 
@@ -415,8 +415,7 @@ const reasonOf = (cause: unknown): string => {
 /** Storage's field names where the document says something else. */
 const DOCUMENT_FIELDS: Readonly<Record<string, string>> = { connectionId: "connection", value: "valueFrom.env" }
 
-const indexIn = (list: unknown, value: string): number =>
-  Array.isArray(list) ? list.indexOf(value) : -1
+const indexIn = (list: unknown, value: string): number => Array.isArray(list) ? list.indexOf(value) : -1
 
 /** A refusal of storage while writing `step`, said at the document path of what was being written. */
 const located = (step: Plan.Step, error: unknown): ApplyError => {
@@ -436,7 +435,10 @@ const located = (step: Plan.Step, error: unknown): ApplyError => {
       return one(String(e.field), `got ${JSON.stringify(e.value)}; expected ${String(e.expected)}`)
     case "InvalidToolName": {
       const index = indexIn(item.allowedTools, String(e.value))
-      return one(index === -1 ? "name" : `allowedTools[${index}]`, `got ${JSON.stringify(e.value)}; expected ${e.expected}`)
+      return one(
+        index === -1 ? "name" : `allowedTools[${index}]`,
+        `got ${JSON.stringify(e.value)}; expected ${e.expected}`
+      )
     }
     case "InvalidInputSchema":
       return one(String(e.field ?? "inputSchema"), `${String(e.reason)}; expected a JSON Schema with "type": "object"`)

@@ -29,7 +29,20 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
-import { Clock, Context, Duration, Effect, FileSystem, Layer, Metric, Option, Path, Ref, Semaphore, Stream } from "effect"
+import {
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  FileSystem,
+  Layer,
+  Metric,
+  Option,
+  Path,
+  Ref,
+  Semaphore,
+  Stream
+} from "effect"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { ConfigurationApplier } from "./Applier.ts"
@@ -88,10 +101,12 @@ export class ConfigFile extends Context.Service<ConfigFile, {
 
       const check = Effect.gen(function*() {
         const previous = yield* Ref.get(status)
-        const loaded = yield* Effect.result(load(path).pipe(
-          Effect.provideService(FileSystem.FileSystem, fs),
-          Effect.provideService(Path.Path, paths)
-        ))
+        const loaded = yield* Effect.result(
+          load(path).pipe(
+            Effect.provideService(FileSystem.FileSystem, fs),
+            Effect.provideService(Path.Path, paths)
+          )
+        )
         if (loaded._tag === "Failure") {
           const problems = loaded.failure._tag === "ConfigurationInvalid"
             ? loaded.failure.problems.map((p) => p.line)

@@ -194,8 +194,7 @@ export const pathOf = (segments: ReadonlyArray<PropertyKey>): string =>
   ).join("")
 
 /** `at` followed by `field` (a dotted storage field such as `auth.tokenUrl`). */
-export const within = (at: string, field: string): string =>
-  field === "" || field === "(input)" ? at : `${at}.${field}`
+export const within = (at: string, field: string): string => field === "" || field === "(input)" ? at : `${at}.${field}`
 
 /** Fields whose value is never shown, even when wrong (a credential pasted where its name belongs). */
 const sensitive = /secret|token|password|credential|key/i
@@ -279,7 +278,11 @@ export const parseText = (
     const deep = parts.findIndex(tooDeep)
     if (deep !== -1) return yield* fail(`nested more than ${MAX_DEPTH} levels deep`)
     return parts.map((value, i) => ({
-      source: parts.length === 1 ? source : source === undefined ? `document ${i + 1}` : `${source} (document ${i + 1})`,
+      source: parts.length === 1
+        ? source
+        : source === undefined
+        ? `document ${i + 1}`
+        : `${source} (document ${i + 1})`,
       value
     }))
   })
@@ -307,9 +310,12 @@ const knownFields = (root: SchemaIssue.Issue): Map<string, ReadonlyArray<string>
   const found = new Map<string, ReadonlyArray<string>>()
   const walk = (node: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): void => {
     if (node._tag === "UnexpectedKey") {
-      found.set(pathOf(path), SchemaAST.isObjects(node.ast) ? node.ast.propertySignatures.map((p) => String(p.name)) : [])
+      found.set(
+        pathOf(path),
+        SchemaAST.isObjects(node.ast) ? node.ast.propertySignatures.map((p) => String(p.name)) : []
+      )
     } else if (node._tag === "Pointer") walk(node.issue, [...path, ...node.path])
-    else if ("issues" in node) for (const child of node.issues) walk(child, path)
+    else if ("issues" in node) { for (const child of node.issues) walk(child, path) }
     else if ("issue" in node && node.issue !== undefined) walk(node.issue as SchemaIssue.Issue, path)
   }
   walk(root, [])

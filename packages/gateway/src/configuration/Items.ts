@@ -25,8 +25,8 @@ import {
   type Endpoint,
   idempotentMethods,
   type SecretInfo,
-  VirtualServerInput,
-  type VirtualServer
+  type VirtualServer,
+  VirtualServerInput
 } from "@janus/storage"
 import { Schema } from "effect"
 import { canonical } from "../openapi/Plan.ts"
@@ -36,8 +36,8 @@ import {
   type ConnectionItem,
   type EndpointItem,
   KIND,
-  type Section,
   type SecretItem,
+  type Section,
   type VirtualServerItem
 } from "./Document.ts"
 

@@ -252,7 +252,11 @@ const check = (doc: Configuration, state: State): Array<Problem> => {
     })
     ;(value.allowedTools ?? []).forEach((tool, i) => {
       const all = tool.endsWith("/*") ? tool.slice(0, -2) : undefined
-      if (all !== undefined ? mcpConnection(all) : endpoints.has(tool) || mcpPrefixes.some((m) => tool.startsWith(m.prefix))) {
+      if (
+        all !== undefined
+          ? mcpConnection(all)
+          : endpoints.has(tool) || mcpPrefixes.some((m) => tool.startsWith(m.prefix))
+      ) {
         return
       }
       unknown(
@@ -420,35 +424,42 @@ export const make = (
     remove: (current, change) => ({ change, _tag: "VirtualServerDelete", current })
   })
 
-  diff("clientTokens", doc.clientTokens, state.clientTokens, clientTokenFull, (t) => clientTokenFull(clientTokenItem(t)), {
-    add: (item, change) => {
-      if (item.value.valueFrom === undefined && item.value.revoked !== true && !options.issueTokens) {
-        problems.push({
-          path: within(item.at, "valueFrom"),
-          message: "missing: a token this document creates needs valueFrom.env here (a new value would be " +
-            "shown to no one); expected { env: NAME }, or create it with janus apply or janus token create"
-        })
-      }
-      const resolved = resolvedAt(item.at)
-      return {
-        change,
-        _tag: "ClientTokenCreate",
+  diff(
+    "clientTokens",
+    doc.clientTokens,
+    state.clientTokens,
+    clientTokenFull,
+    (t) => clientTokenFull(clientTokenItem(t)),
+    {
+      add: (item, change) => {
+        if (item.value.valueFrom === undefined && item.value.revoked !== true && !options.issueTokens) {
+          problems.push({
+            path: within(item.at, "valueFrom"),
+            message: "missing: a token this document creates needs valueFrom.env here (a new value would be " +
+              "shown to no one); expected { env: NAME }, or create it with janus apply or janus token create"
+          })
+        }
+        const resolved = resolvedAt(item.at)
+        return {
+          change,
+          _tag: "ClientTokenCreate",
+          item: item.value,
+          value: resolved?._tag === "Value" ? resolved.value : undefined
+        }
+      },
+      extra: (item) => newValue(item.at) === undefined ? [] : ["value"],
+      change: (item, current, fields) => ({
+        change: changeOf("clientTokens", item, fields),
+        _tag: "ClientTokenUpdate",
+        current,
         item: item.value,
-        value: resolved?._tag === "Value" ? resolved.value : undefined
-      }
-    },
-    extra: (item) => newValue(item.at) === undefined ? [] : ["value"],
-    change: (item, current, fields) => ({
-      change: changeOf("clientTokens", item, fields),
-      _tag: "ClientTokenUpdate",
-      current,
-      item: item.value,
-      value: newValue(item.at),
-      definition: fields.some((f) => f !== "revoked" && f !== "value"),
-      revoke: fields.includes("revoked")
-    }),
-    remove: (current, change) => ({ change, _tag: "ClientTokenDelete", current })
-  })
+        value: newValue(item.at),
+        definition: fields.some((f) => f !== "revoked" && f !== "value"),
+        revoke: fields.includes("revoked")
+      }),
+      remove: (current, change) => ({ change, _tag: "ClientTokenDelete", current })
+    }
+  )
 
   if (problems.length > 0) return invalid(problems)
 

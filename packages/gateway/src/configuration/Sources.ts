@@ -91,7 +91,9 @@ export const load = (
         })
       }
     }
-    const files = yield* Effect.forEach(names, (name) =>
-      Effect.map(Effect.mapError(fs.readFileString(name), failed(name)), (text) => [name, text] as const))
+    const files = yield* Effect.forEach(
+      names,
+      (name) => Effect.map(Effect.mapError(fs.readFileString(name), failed(name)), (text) => [name, text] as const)
+    )
     return yield* fromTexts(files)
   })

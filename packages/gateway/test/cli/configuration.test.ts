@@ -90,14 +90,20 @@ describe.concurrent("janus apply and export", () => {
     assert.strictEqual(r.code, 0, r.stderr)
     assert.match(r.stdout, /^Plan: 7 to add, 0 to change, 0 to remove, 0 unchanged\n/)
     assert.match(r.stdout, /\nApplied: 7 to add, 0 to change, 0 to remove, 0 unchanged\.\n/)
-    assert.match(r.stdout, /Client token laptop \(shown once; store it now, it cannot be shown again\):\n {2}jns_[\w-]{43}\n$/)
+    assert.match(
+      r.stdout,
+      /Client token laptop \(shown once; store it now, it cannot be shown again\):\n {2}jns_[\w-]{43}\n$/
+    )
     assert.notInclude(r.stdout + r.stderr, SECRET)
     assert.notInclude(r.stdout + r.stderr, TOKEN)
 
     // applying again: nothing to do (exit 0 with --detailed-exit-code)
     r = await janus(["apply", "-f", dir, "--detailed-exit-code"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.strictEqual(r.stdout, "Plan: 0 to add, 0 to change, 0 to remove, 7 unchanged\nNothing to apply: the database matches the document.\n")
+    assert.strictEqual(
+      r.stdout,
+      "Plan: 0 to add, 0 to change, 0 to remove, 7 unchanged\nNothing to apply: the database matches the document.\n"
+    )
 
     // the export names everything, with no value
     r = await janus(["export", "--format", "json"], env)

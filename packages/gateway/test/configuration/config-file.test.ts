@@ -16,7 +16,8 @@ import { configMapVolume } from "./configmap.ts"
 
 const DEPLOY_TOKEN = `jns_${"k".repeat(43)}`
 
-const document = (baseUrl: string, extra = "") => `apiVersion: janus/v1
+const document = (baseUrl: string, extra = "") =>
+  `apiVersion: janus/v1
 kind: Configuration
 connections:
   - name: pets

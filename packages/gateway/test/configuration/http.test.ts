@@ -235,7 +235,11 @@ layer(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } }), {
         415
       )
       assert.strictEqual(
-        (yield* call("POST", "/api/v1/config/apply", { token, body: "x".repeat(9 * 1024 * 1024), type: "application/yaml" }))
+        (yield* call("POST", "/api/v1/config/apply", {
+          token,
+          body: "x".repeat(9 * 1024 * 1024),
+          type: "application/yaml"
+        }))
           .status,
         413
       )

@@ -123,7 +123,13 @@ describe("invalid configuration documents", () => {
           [
             {
               connections: [{ kind: "rest", name: "r", baseUrl: "https://r.example" }],
-              endpoints: [{ name: "e", connection: "r", method: "GET", pathTemplate: "/", inputSchema: { type: "string" } }]
+              endpoints: [{
+                name: "e",
+                connection: "r",
+                method: "GET",
+                pathTemplate: "/",
+                inputSchema: { type: "string" }
+              }]
             },
             "endpoints[0].inputSchema",
             /"type" is "string"; expected a JSON Schema with "type": "object"/
@@ -233,19 +239,28 @@ describe("invalid configuration documents", () => {
       Effect.gen(function*() {
         yield* refused("apiVersion: janus/v1\nkind: Configuration\nkind: Configuration\n", [/line 3, column 1: /])
         yield* refused("apiVersion: [janus/v1\n", [/not valid YAML at line/])
-        yield* refused(`{"apiVersion": "janus/v1",\n "kind": "Configuration"`, [/not valid YAML at line 2, column \d+: /])
+        yield* refused(`{"apiVersion": "janus/v1",\n "kind": "Configuration"`, [
+          /not valid YAML at line 2, column \d+: /
+        ])
         yield* refused("", [/no document/])
         yield* refused("# only a comment\n", [/no document/])
         yield* refused("- a\n- b\n", [/^got \["a","b"\]; expected/])
-        yield* refused(`{"apiVersion":"janus/v1","kind":"Configuration","x":${"[".repeat(MAX_DEPTH + 1)}${"]".repeat(MAX_DEPTH + 1)}}`, [
-          /nested more than 100 levels/
-        ])
+        yield* refused(
+          `{"apiVersion":"janus/v1","kind":"Configuration","x":${"[".repeat(MAX_DEPTH + 1)}${
+            "]".repeat(MAX_DEPTH + 1)
+          }}`,
+          [
+            /nested more than 100 levels/
+          ]
+        )
         yield* refused(`${"#".repeat(9 * 1024 * 1024)}\n`, [/larger than 8388608 bytes/])
         const bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
         for (let i = 0; i < 9; i++) {
-          bomb.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${
-            Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(", ")
-          }]`)
+          bomb.push(
+            `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${
+              Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(", ")
+            }]`
+          )
         }
         yield* refused(bomb.join("\n"), [/not a usable YAML document: .*alias/i])
         // a second document of a stream is named as such
@@ -260,13 +275,16 @@ describe("invalid configuration documents", () => {
       Effect.gen(function*() {
         const applier = yield* ConfigurationApplier
         const doc = Yaml.parse(
-          (yield* Effect.flatMap(applier.export, (e) => Effect.succeed(JSON.stringify(e.document))))
+          yield* Effect.flatMap(applier.export, (e) => Effect.succeed(JSON.stringify(e.document)))
         ) as Record<string, Array<Record<string, unknown>>>
         const legacy = doc.connections!.findIndex((c) => c.name === "legacy")
         doc.connections![legacy] = { name: "legacy", kind: "rest", baseUrl: "https://old.example.com" }
         const old = doc.clientTokens!.findIndex((t) => t.name === "old")
         doc.clientTokens![old] = { name: "old" }
-        const error = yield* refused(JSON.stringify(doc), [`connections[${legacy}].kind`, `clientTokens[${old}].revoked`])
+        const error = yield* refused(JSON.stringify(doc), [
+          `connections[${legacy}].kind`,
+          `clientTokens[${old}].revoked`
+        ])
         assert.match(error.problems[0]!.message, /got "rest"; expected "mcp": the kind of a connection cannot change/)
         assert.match(error.problems[1]!.message, /got false; expected true: this token was revoked/)
       }))
@@ -284,7 +302,12 @@ describe("invalid configuration documents", () => {
         yield* refused(doc, ["secrets[0].valueFrom.env", "clientTokens[0].valueFrom.env"]).pipe(env({}))
         // Janus's own variables are never a source, wherever the document is applied
         yield* refused(
-          json({ secrets: [{ name: "k", valueFrom: { env: "JANUS_MASTER_KEY" } }, { name: "d", valueFrom: { env: "DATABASE_URL" } }] }),
+          json({
+            secrets: [{ name: "k", valueFrom: { env: "JANUS_MASTER_KEY" } }, {
+              name: "d",
+              valueFrom: { env: "DATABASE_URL" }
+            }]
+          }),
           ["secrets[0].valueFrom.env", "secrets[1].valueFrom.env"]
         ).pipe(env({ JANUS_MASTER_KEY: "x", DATABASE_URL: "postgres://x" }))
         // a token value that is not a token
@@ -315,14 +338,23 @@ describe("invalid configuration documents", () => {
 
         // over the admin API the server's environment is not read: nothing changes, and a missing value is a warning
         const api = yield* applyValue(
-          { ...header, ...JSON.parse(doc), secrets: [...JSON.parse(doc).secrets, { name: "later", valueFrom: { env: "LATER" } }] },
+          {
+            ...header,
+            ...JSON.parse(doc),
+            secrets: [...JSON.parse(doc).secrets, { name: "later", valueFrom: { env: "LATER" } }]
+          },
           { environment: "none" }
         ).pipe(env({ FROM_ENV: "v3", DEPLOY_TOKEN: token, LATER: "x" }))
         assert.deepStrictEqual(added(api.plan.changes), [])
-        assert.match(api.plan.warnings.join("\n"), /secrets\[1\]: secret "later" has no value yet.*not read from the server's environment/)
+        assert.match(
+          api.plan.warnings.join("\n"),
+          /secrets\[1\]: secret "later" has no value yet.*not read from the server's environment/
+        )
         assert.strictEqual(Redacted.value(yield* Secrets.use((s) => s.reveal("from-env"))), "v2")
         // a token this document adds needs valueFrom where nobody would see a new value (JANUS_CONFIG_FILE)
-        yield* refused(json({ clientTokens: [{ name: "new-one" }] }), ["clientTokens[0].valueFrom"], { issueTokens: false })
+        yield* refused(json({ clientTokens: [{ name: "new-one" }] }), ["clientTokens[0].valueFrom"], {
+          issueTokens: false
+        })
       }))
   })
 })

@@ -8,7 +8,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { ClientTokens, Connections, Endpoints } from "@janus/storage"
-import { layerPostgresOn, requirePostgres, TestDatabase, layerTestDatabase } from "@janus/storage/testing"
+import { layerPostgresOn, layerTestDatabase, requirePostgres, TestDatabase } from "@janus/storage/testing"
 import { ConfigProvider, Context, Effect, Layer, Option } from "effect"
 import { ConfigFile, type ConfigFileStatus } from "../../src/configuration/ConfigFile.ts"
 import * as GatewayTesting from "../../src/testing.ts"
@@ -18,7 +18,8 @@ const postgres = await requirePostgres()
 
 const DEPLOY_TOKEN = `jns_${"p".repeat(43)}`
 
-const document = (baseUrl: string) => `apiVersion: janus/v1
+const document = (baseUrl: string) =>
+  `apiVersion: janus/v1
 kind: Configuration
 connections:
   - name: pets
@@ -54,9 +55,11 @@ describe.skipIf(!postgres)("JANUS_CONFIG_FILE on two replicas (Postgres)", () =>
           )
         )
         const [a, b] = yield* Effect.all([replica, replica], { concurrency: 2 })
-        const statuses = Effect.all([a, b].map((context) =>
-          Effect.map(Context.get(context as Context.Context<ConfigFile>, ConfigFile).status, Option.getOrThrow)
-        ))
+        const statuses = Effect.all(
+          [a, b].map((context) =>
+            Effect.map(Context.get(context as Context.Context<ConfigFile>, ConfigFile).status, Option.getOrThrow)
+          )
+        )
         const run = <A, E>(effect: Effect.Effect<A, E, Connections | Endpoints | ClientTokens>) =>
           Effect.provide(effect, a as Context.Context<Connections | Endpoints | ClientTokens>)
 

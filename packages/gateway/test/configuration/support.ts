@@ -164,7 +164,11 @@ export const populate = Effect.gen(function*() {
   })
   yield* servers.create({ name: "ops", tools: ["health"] })
   const tokens = yield* ClientTokens
-  yield* tokens.create({ name: "ci", allowedTools: ["get_repo", "docs/*"], expiresAt: new Date("2031-01-01T00:00:00Z") })
+  yield* tokens.create({
+    name: "ci",
+    allowedTools: ["get_repo", "docs/*"],
+    expiresAt: new Date("2031-01-01T00:00:00Z")
+  })
   yield* tokens.create({ name: "studio", allowedVirtualServers: ["dev"] })
   const old = yield* tokens.create({ name: "old" })
   yield* tokens.revoke(old.token.id)

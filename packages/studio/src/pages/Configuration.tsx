@@ -81,7 +81,9 @@ export const Configuration = () => {
   const download = (format: "yaml" | "json") =>
     exporting.run(async () => {
       const body = await requestText("GET", `config/export?format=${format}`)
-      const url = URL.createObjectURL(new Blob([body], { type: format === "yaml" ? "application/yaml" : "application/json" }))
+      const url = URL.createObjectURL(
+        new Blob([body], { type: format === "yaml" ? "application/yaml" : "application/json" })
+      )
       const link = document.createElement("a")
       link.href = url
       link.download = `janus.${format}`
@@ -125,8 +127,9 @@ export const Configuration = () => {
     >
       <ErrorBox error={exporting.error} />
       <p>
-        The whole configuration as one document (<code>janus export</code>, <code>janus apply -f</code>): names, never
-        secret or token values. Paste a document to see what applying it would change.
+        The whole configuration as one document (<code>janus export</code>,{" "}
+        <code>janus apply -f</code>): names, never secret or token values. Paste a document to see what applying it
+        would change.
       </p>
       <form class="card" onSubmit={doPreview} aria-label="Configuration document">
         <TextField

@@ -101,7 +101,11 @@ export const Import = () => {
               ...preview.diff.added.map((e: any): DiffLine => ({
                 key: `a-${e.name}`,
                 kind: "added",
-                children: <>{e.name} <code>{e.method} {e.pathTemplate}</code></>
+                children: (
+                  <>
+                    {e.name} <code>{e.method} {e.pathTemplate}</code>
+                  </>
+                )
               })),
               ...preview.diff.changed.map((e: any): DiffLine => ({
                 key: `c-${e.name}`,
@@ -111,9 +115,17 @@ export const Import = () => {
               ...preview.diff.removed.map((e: any): DiffLine => ({
                 key: `r-${e.name}`,
                 kind: "removed",
-                children: <>{e.name} <code>{e.method} {e.pathTemplate}</code></>
+                children: (
+                  <>
+                    {e.name} <code>{e.method} {e.pathTemplate}</code>
+                  </>
+                )
               })),
-              ...preview.diff.unchanged.map((n: string): DiffLine => ({ key: `u-${n}`, kind: "unchanged", children: n }))
+              ...preview.diff.unchanged.map((n: string): DiffLine => ({
+                key: `u-${n}`,
+                kind: "unchanged",
+                children: n
+              }))
             ]}
           />
           {preview.plan.skipped.length > 0 && (
