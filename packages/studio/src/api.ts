@@ -37,17 +37,16 @@ export const onUnauthorized = (listener: Listener) => {
   return () => unauthorized.delete(listener)
 }
 
-export const request = async <A = any>(
-  method: string,
-  path: string,
-  options: {
-    body?: unknown
-    /** A body sent as it is (e.g. a YAML document), with its content type. */
-    text?: { readonly body: string; readonly contentType: string }
-    headers?: Record<string, string>
-    token?: string
-  } = {}
-): Promise<A> => {
+export interface RequestOptions {
+  /** A JSON body. */
+  body?: unknown
+  /** A body sent as it is (e.g. a YAML document), with its content type. */
+  text?: { readonly body: string; readonly contentType: string }
+  headers?: Record<string, string>
+  token?: string
+}
+
+export const request = async <A = any>(method: string, path: string, options: RequestOptions = {}): Promise<A> => {
   const text = await requestText(method, path, options)
   try {
     return (text === "" ? undefined : JSON.parse(text)) as A
@@ -57,16 +56,7 @@ export const request = async <A = any>(
 }
 
 /** Like `request`, for a text answer (e.g. `?format=yaml`): the body as it came. */
-export const requestText = async (
-  method: string,
-  path: string,
-  options: {
-    body?: unknown
-    text?: { readonly body: string; readonly contentType: string }
-    headers?: Record<string, string>
-    token?: string
-  } = {}
-): Promise<string> => {
+export const requestText = async (method: string, path: string, options: RequestOptions = {}): Promise<string> => {
   const token = options.token ?? session.get()
   const headers: Record<string, string> = { accept: "application/json", ...options.headers }
   if (token !== undefined) headers.authorization = `Bearer ${token}`

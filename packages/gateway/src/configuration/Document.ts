@@ -40,6 +40,7 @@ import {
   EnvNamePattern,
   ResourceName,
   SecretName,
+  Validation,
   VirtualServerInput
 } from "@janus/storage"
 import { Effect, Schema, SchemaAST, SchemaIssue, Struct } from "effect"
@@ -196,22 +197,17 @@ export const pathOf = (segments: ReadonlyArray<PropertyKey>): string =>
 /** `at` followed by `field` (a dotted storage field such as `auth.tokenUrl`). */
 export const within = (at: string, field: string): string => field === "" || field === "(input)" ? at : `${at}.${field}`
 
-/** Fields whose value is never shown, even when wrong (a credential pasted where its name belongs). */
-const sensitive = /secret|token|password|credential|key/i
-
-/** The value at `path` in `input`, as shown in a message: JSON, at most 100 characters. */
+/**
+ * The value at `path` in `input` as storage shows one (never under a field
+ * named like a credential), where the sections `secrets` and `clientTokens`
+ * do not count as such: they hold names and definitions, never values.
+ */
 const shownAt = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
-  // the sections `secrets` and `clientTokens` hold names and definitions, never values
-  const inner = (SECTIONS as ReadonlyArray<PropertyKey>).includes(path[0] ?? "") ? path.slice(1) : path
-  if (inner.some((key) => typeof key === "string" && sensitive.test(key))) return undefined
-  let current = input
-  for (const key of path) {
-    if (typeof current !== "object" || current === null || !Object.hasOwn(current, key)) return undefined
-    current = (current as Record<PropertyKey, unknown>)[key]
-  }
-  const json = JSON.stringify(current)
-  if (json === undefined) return undefined
-  return json.length > 100 ? `${json.slice(0, 97)}...` : json
+  const [section, ...inner] = path
+  return (SECTIONS as ReadonlyArray<PropertyKey>).includes(section ?? "") &&
+      typeof input === "object" && input !== null && Object.hasOwn(input, section!)
+    ? Validation.shownValue((input as Record<PropertyKey, unknown>)[section!], inner)
+    : Validation.shownValue(input, path)
 }
 
 const prefixed = (source: string | undefined, path: string) =>
