@@ -172,6 +172,22 @@ describe.concurrent("janus apply and export", () => {
     assert.include(r.stderr, `  - ${file}: endpoints[2].name: got "get_repo", which ${file}: endpoints[0] already has`)
     assert.include(r.stderr, `  - ${file}: endpoints[2].connection: refers to unknown connection "gitlab"`)
     assert.match(r.stderr, /\n {2}Fix: correct the document at the paths above/)
+    // doctor reads and checks JANUS_CONFIG_FILE (its schema and references; storage's checks come with an apply)
+    const verdict = async (file: string) => {
+      const ran = await janus(["doctor", "--json"], { ...env, JANUS_CONFIG_FILE: file })
+      return JSON.parse(ran.stdout).checks.find((c: { check: string }) => c.check === "config file")
+    }
+    const failed = await verdict(file)
+    assert.strictEqual(failed.verdict, "FAIL")
+    assert.include(failed.detail, `${file}: connections[0].auth.secret: refers to unknown secret "gh-tokn"`)
+    assert.include(failed.detail, `${file}: endpoints[2].connection: refers to unknown connection "gitlab"`)
+    const good = Path.join(home, "good.yaml")
+    Fs.writeFileSync(good, base)
+    assert.deepStrictEqual(await verdict(good), {
+      check: "config file",
+      verdict: "ok",
+      detail: `${good} is valid (4 resources)`
+    })
     // the storage refusal shows once the document is otherwise valid
     Fs.writeFileSync(file, base.replace("https://api.github.com", "ftp://api.github.com"))
     r = await janus(["apply", "-f", file, "--dry-run"], { ...env, GH_TOKEN: SECRET })
