@@ -19,9 +19,9 @@
  *   nothing is applied, and the message says to plan again.
  * - Any failure rolls everything back: nothing is ever half-applied. A
  *   storage refusal is reported at the document path of the item being
- *   written (`connections[2].baseUrl`). A dry run carries out the same
- *   writes, so it finds every refusal a real apply would, and rolls them
- *   back.
+ *   written (`connections[2].baseUrl`; see `Refusals.ts`). A dry run carries
+ *   out the same writes, so it finds every refusal a real apply would, and
+ *   rolls them back.
  * - `valueFrom.env` is read (through `Config`, so tests swap the provider)
  *   only where the environment is the operator's: the CLI and
  *   `JANUS_CONFIG_FILE` (`environment: "read"`), never for an admin API
@@ -44,7 +44,7 @@ import {
   StorageError,
   VirtualServers
 } from "@janus/storage"
-import { Clock, Config, Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Clock, Config, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { VARIABLES } from "../config/JanusConfig.ts"
@@ -59,19 +59,12 @@ import {
 } from "./Document.ts"
 import { clientTokenFull, clientTokenItem, exportDocument, type State } from "./Items.ts"
 import * as Plan from "./Plan.ts"
+import { ConfigurationChanged, located, sqlFailure } from "./Refusals.ts"
+
+export { ConfigurationChanged } from "./Refusals.ts"
 
 /** The advisory lock every apply takes ("jconf" in ASCII). */
 export const LOCK_KEY = 0x6a636f6e66
-
-/** What the stored configuration changed since a plan was made from it; nothing was applied. */
-export class ConfigurationChanged extends Schema.TaggedError<ConfigurationChanged>()("ConfigurationChanged", {
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `the configuration was changed by someone else since the plan was made (${this.detail}); nothing was ` +
-      "applied: make the plan again (dry run) and apply that one"
-  }
-}
 
 export type ApplyError = ConfigurationInvalid | ConfigurationChanged | StorageError
 
@@ -165,13 +158,10 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
         clientTokens: tokens.list
       })
 
-      const storageFailure = (operation: string) => (cause: unknown) =>
-        Effect.fail(new StorageError({ operation: `configuration.${operation}`, cause }))
-
       const exportNow = sql.withTransaction(
         Effect.andThen(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`, readState)
       ).pipe(
-        Effect.catchTag("SqlError", storageFailure("export")),
+        Effect.mapError((cause) => new StorageError({ operation: "configuration.export", cause })),
         Effect.map((state): Exported => ({ document: exportDocument(state), basis: basisOf(state) }))
       )
 
@@ -335,11 +325,13 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
           Effect.annotateLogs({ configurationOrigin: origin })
         )
 
+      // NO KEY UPDATE: blocks other writers' updates and deletes of these rows, but not the reference checks
+      // (FOR KEY SHARE) of their writes, which would otherwise deadlock with this transaction
       const lockRows = Effect.all([
-        sql`SELECT id FROM connections FOR UPDATE`,
-        sql`SELECT id FROM endpoints FOR UPDATE`,
-        sql`SELECT id FROM virtual_servers FOR UPDATE`,
-        sql`SELECT id FROM secrets FOR UPDATE`
+        sql`SELECT id FROM connections FOR NO KEY UPDATE`,
+        sql`SELECT id FROM endpoints FOR NO KEY UPDATE`,
+        sql`SELECT id FROM virtual_servers FOR NO KEY UPDATE`,
+        sql`SELECT id FROM secrets FOR NO KEY UPDATE`
       ], { discard: true })
 
       const apply = (doc: Configuration, options: ApplyOptions) =>
@@ -374,7 +366,7 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
           return result
         })).pipe(
           Effect.catchTag("DryRun", (rolledBack) => Effect.succeed(rolledBack.result)),
-          Effect.catchTag("SqlError", storageFailure("apply")),
+          Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure(error))),
           Effect.tap((result) =>
             result.applied && result.plan.changes.length > 0
               ? Effect.logInfo("configuration applied").pipe(Effect.annotateLogs({
@@ -390,80 +382,4 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
       return ConfigurationApplier.of({ export: exportNow, apply })
     })
   )
-}
-
-// -----------------------------------------------------------------------------
-// Storage refusals at document paths
-// -----------------------------------------------------------------------------
-
-/** SqlError reasons that are the database's trouble, not the data's. */
-const INFRASTRUCTURE: ReadonlySet<string> = new Set([
-  "ConnectionError",
-  "AuthenticationError",
-  "AuthorizationError",
-  "DeadlockError",
-  "SerializationError",
-  "LockTimeoutError",
-  "StatementTimeoutError"
-])
-
-const reasonOf = (cause: unknown): string => {
-  const reason = (cause as { readonly reason?: { readonly _tag?: unknown } } | undefined)?.reason?._tag
-  return typeof reason === "string" ? reason : ""
-}
-
-/** Storage's field names where the document says something else. */
-const DOCUMENT_FIELDS: Readonly<Record<string, string>> = { connectionId: "connection", value: "valueFrom.env" }
-
-const indexIn = (list: unknown, value: string): number => Array.isArray(list) ? list.indexOf(value) : -1
-
-/** A refusal of storage while writing `step`, said at the document path of what was being written. */
-const located = (step: Plan.Step, error: unknown): ApplyError => {
-  const tag = (error as { readonly _tag?: unknown })._tag
-  const at = step.change.at ?? `${step.change.section} ${JSON.stringify(step.change.name)}`
-  const item = "item" in step ? step.item as unknown as Record<string, unknown> : {}
-  const one = (field: string, message: string) => invalid([{ path: within(at, field), message }])
-  const e = error as Record<string, unknown> & { readonly message: string }
-  switch (tag) {
-    case "InvalidInput": {
-      const field = String(e.field)
-      const top = field.split(".")[0]!
-      const path = (DOCUMENT_FIELDS[top] ?? top) + field.slice(top.length)
-      return one(path, `${e.value === undefined ? "" : `got ${String(e.value)}; `}expected ${String(e.expected)}`)
-    }
-    case "InvalidUrl":
-      return one(String(e.field), `got ${JSON.stringify(e.value)}; expected ${String(e.expected)}`)
-    case "InvalidToolName": {
-      const index = indexIn(item.allowedTools, String(e.value))
-      return one(
-        index === -1 ? "name" : `allowedTools[${index}]`,
-        `got ${JSON.stringify(e.value)}; expected ${e.expected}`
-      )
-    }
-    case "InvalidInputSchema":
-      return one(String(e.field ?? "inputSchema"), `${String(e.reason)}; expected a JSON Schema with "type": "object"`)
-    case "UndeclaredPathParam":
-      return one(`arguments.${String(e.param)}`, e.message)
-    case "UnknownReference": {
-      const field = String(e.field)
-      const index = indexIn(item[field === "connectionId" ? "" : field], String(e.value))
-      return one(
-        index === -1 ? DOCUMENT_FIELDS[field] ?? field : `${field}[${index}]`,
-        `refers to unknown ${String(e.target)} ${JSON.stringify(e.value)}`
-      )
-    }
-    case "DuplicateName":
-    case "VersionConflict":
-    case "NotFound":
-    case "SecretNotFound":
-      return new ConfigurationChanged({ detail: `${at}: ${e.message}` })
-    case "StorageError":
-      // the database refused this item's data (text it cannot store, say): the document's problem, at its path;
-      // a database that is down, slow or deadlocked is not
-      return INFRASTRUCTURE.has(reasonOf(e.cause))
-        ? error as StorageError
-        : invalid([{ path: at, message: `could not be stored: ${e.message}` }])
-    default:
-      return invalid([{ path: at, message: e.message ?? String(error) }])
-  }
 }

@@ -30,7 +30,7 @@ export const allowList = Layer.succeed(StdioAllowList, {
 
 /** An instance on `storage` (default: a fresh in-memory PGlite), built in the current scope. */
 export const instance = (
-  storage: Layer.Layer<Storage.Storage | SqlClient.SqlClient, unknown> = StorageTesting.layerMemory()
+  storage: Layer.Layer<Storage.Storage | SqlClient.SqlClient, unknown> = StorageTesting.layerMemory({ thread: "main" })
 ) =>
   Effect.map(
     Layer.build(
