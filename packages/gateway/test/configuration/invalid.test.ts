@@ -218,9 +218,13 @@ describe("invalid configuration documents", () => {
             "clientTokens[0].name"
           ]
         )
-        // `__proto__` as a member is data, and an unknown field
+        // `__proto__` as a member is data (JSON and YAML alike), and an unknown field
         yield* refused(
           `{"apiVersion":"janus/v1","kind":"Configuration","clientTokens":[{"name":"x","__proto__":{"a":1}}]}`,
+          [`clientTokens[0].__proto__`]
+        )
+        yield* refused(
+          "apiVersion: janus/v1\nkind: Configuration\nclientTokens:\n  - name: x\n    __proto__: { revoked: true }\n",
           [`clientTokens[0].__proto__`]
         )
         // text the database cannot store, in a field with no pattern: refused where it is, nothing half-applied
