@@ -30,7 +30,7 @@ import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Tls from "node:tls"
 import { JanusConfig, unknownJanusVariables } from "../config/JanusConfig.ts"
-import { AllowList, EgressPolicy } from "../egress/index.ts"
+import { AllowList, EgressPolicy, portOf } from "../egress/index.ts"
 import { describeStorage, StorageLive } from "../StorageLive.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, serverAnswering } from "./Support.ts"
 
@@ -147,7 +147,7 @@ const checkEgress = (policy: EgressPolicy["Service"], name: string, raw: string,
       return { check, verdict: "warn", detail: `${url.hostname} does not resolve here (${addresses.message})` }
     }
     for (const address of addresses) {
-      const no = policy.checkResolved(url.hostname, address, allow.success)
+      const no = policy.checkResolved(url.hostname, address, allow.success, portOf(url))
       if (no) {
         return {
           check,

@@ -35,7 +35,10 @@ export interface EgressConnection {
   readonly timeout?: Duration.Input | undefined
   readonly retry?: RetryOptions | undefined
   readonly breaker?: BreakerOptions | undefined
-  /** Trusted internal destinations: CIDRs, addresses, host names, `*.suffix`. Overrides the refusals. */
+  /**
+   * Trusted internal destinations: CIDRs, addresses, host names, `.suffix`es, each with an optional port
+   * (storage's `EgressAllowList`). Overrides the refusals.
+   */
   readonly allow?: ReadonlyArray<string> | undefined
   /** Largest response body accepted; default the client's (10 MiB). */
   readonly maxResponseBytes?: number | undefined
