@@ -40,6 +40,8 @@
  *   the response stream as cancellation).
  * - Every JSON body and SSE event is bounded (`maxMessageBytes`), every
  *   exchange by the caller's timeout.
+ * - Every message is scrubbed of the credential Janus sent with the
+ *   session's requests (`InjectedSecrets`) before it is parsed.
  *
  * **Change notifications** (background, in the session's scope)
  * - 2026-07-28: `subscriptions/listen` with `toolsListChanged`, re-listened
@@ -57,6 +59,7 @@ import * as Sse from "effect/encoding/Sse"
 import { HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { AllowList } from "../egress/EgressPolicy.ts"
 import { headerBindingsOf } from "../mcp/Dispatcher.ts"
+import { InjectedSecrets } from "../redaction/InjectedSecrets.ts"
 import { unavailable, UpstreamError } from "./Errors.ts"
 import type { RelayHooks } from "./Relay.ts"
 import { UpstreamAuth, type UpstreamAuthConfig } from "./UpstreamAuth.ts"
@@ -158,7 +161,7 @@ const classify = (value: unknown): Incoming | undefined => {
   return undefined
 }
 
-const parseMessages = (text: string): ReadonlyArray<Incoming> | undefined => {
+const parseIncoming = (text: string): ReadonlyArray<Incoming> | undefined => {
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -335,8 +338,14 @@ export const connect = (
     const isLegacy = () => era === "legacy"
     const reinitLock = yield* Semaphore.make(1)
 
+    // Every message the upstream sends passes here: an echo of the credential Janus sent it is scrubbed
+    // before anything reads it (results, errors, progress, logs, server requests, tool lists).
+    let injected = InjectedSecrets.none
+    const parseMessages = (text: string) => parseIncoming(injected.scrub(text).text)
+
     const baseHeaders = (extra?: Readonly<Record<string, string>>) =>
       Effect.map(auth.headers(authTarget, target.auth), (credential) => {
+        injected = InjectedSecrets.track(injected, credential)
         const headers: Record<string, string> = { ...extra, ...credential }
         if (era === "legacy" && protocolVersion !== undefined) headers["mcp-protocol-version"] = protocolVersion
         if (era === "legacy" && sessionId !== undefined) headers["mcp-session-id"] = sessionId
