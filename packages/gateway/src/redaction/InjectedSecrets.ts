@@ -74,16 +74,23 @@ export class InjectedSecrets {
 
   /** From the credential header values sent with a request (`Bearer …`, `Basic …`, a raw API key). */
   static fromHeaderValues(values: ReadonlyArray<string>): InjectedSecrets {
+    return InjectedSecrets.build(values.flatMap(secretsOf))
+  }
+
+  private static build(secrets: ReadonlyArray<string>): InjectedSecrets {
     const needles = new Set<string>()
-    for (const value of values) {
-      for (const secret of secretsOf(value)) {
-        for (const spelling of spellings(secret)) if (spelling !== "") needles.add(spelling)
-      }
+    for (const secret of secrets) {
+      for (const spelling of spellings(secret)) if (spelling !== "") needles.add(spelling)
     }
     if (needles.size === 0) return InjectedSecrets.none
     // A needle that contains another is found through it; longest first so the alternation takes the longest.
     const sorted = [...needles].sort((a, b) => b.length - a.length)
     return new InjectedSecrets(sorted.filter((n) => !sorted.some((m) => m !== n && n.includes(m))))
+  }
+
+  /** From secret values given as they are (a stdio upstream's environment), with no header scheme to read. */
+  static fromSecrets(values: ReadonlyArray<string>): InjectedSecrets {
+    return InjectedSecrets.build(values)
   }
 
   /**

@@ -2,20 +2,27 @@
  * An upstream MCP server cannot hand Janus's credential back: one that
  * echoes the Authorization header it received in a tool result, its
  * structured content, a progress message and an error gets every echo of
- * the injected token scrubbed before the client sees it.
+ * the injected token scrubbed before the client sees it; a stdio upstream
+ * (the published server-everything, whose `get-env` prints its environment)
+ * gets the secret Janus put in its environment scrubbed the same way.
  */
 import { assert, layer } from "@effect/vitest"
 import { Connections, Secrets } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 import { EgressPolicy } from "../../src/egress/EgressPolicy.ts"
 import { FederatedCatalog } from "../../src/federation/FederatedCatalog.ts"
 import { anonymous } from "../../src/mcp/Caller.ts"
 import type { CallToolResult } from "../../src/mcp/ToolCatalog.ts"
+import * as GatewayTesting from "../../src/testing.ts"
+import { EVERYTHING } from "./stdio-servers.ts"
 import { fast, waitUntil } from "./support.ts"
 
 const TOKEN = "upstream-S3CRET-token/42"
@@ -110,4 +117,45 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("federated resu
       const failed = yield* Effect.exit(call("leaky/fail"))
       assert.notInclude(JSON.stringify(failed), "S3CRET", JSON.stringify(failed))
     }))
+})
+
+const STDIO_SECRET = "stdio-S3CRET-value-9"
+
+const StdioGateway = Layer.effectDiscard(Effect.gen(function*() {
+  yield* (yield* Secrets).set("stdio-key", Redacted.make(STDIO_SECRET))
+  yield* (yield* Connections).create({
+    kind: "mcp",
+    transport: "stdio",
+    name: "everything",
+    command: process.execPath,
+    args: [EVERYTHING, "stdio"],
+    env: { LEAKY_API_KEY: { secret: "stdio-key" } },
+    timeoutMs: 10_000
+  })
+})).pipe(Layer.provideMerge(GatewayTesting.layer({ config: { JANUS_STDIO_COMMANDS: [process.execPath] } })))
+
+layer(StdioGateway, { timeout: 120_000, excludeTestServices: true })("stdio upstream results", (it) => {
+  it.effect("a program that prints its environment does not print the secret Janus gave it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = yield* HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new Client({ name: "stdio-secret-test", version: "1" })
+          await client.connect(new StreamableHTTPClientTransport(url))
+          return client
+        }),
+        (client) => Effect.promise(() => client.close())
+      )
+      yield* waitUntil(
+        Effect.promise(() => client.listTools()).pipe(
+          Effect.map((listed) => listed.tools.some((t) => t.name === "everything/get-env"))
+        ),
+        "the stdio upstream's tools"
+      )
+      const result = yield* Effect.promise(() => client.callTool({ name: "everything/get-env", arguments: {} }))
+      const text = JSON.stringify(result)
+      assert.notInclude(text, "S3CRET", text)
+      const env = JSON.parse((result.content as Array<{ text: string }>)[0]!.text) as Record<string, string>
+      assert.strictEqual(env.LEAKY_API_KEY, "[REDACTED:secret]")
+    })))
 })
