@@ -6,13 +6,10 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Connections, Endpoints, Secrets } from "@janus/storage"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import * as GatewayTesting from "../src/testing.ts"
+import { httpServer } from "./egress/servers.ts"
+import * as SdkClients from "./support/SdkClients.ts"
 
 const SECRET = "s3cr3t-Value/with+chars=="
 const BASIC_USER = "svc"
@@ -22,32 +19,22 @@ class Echo extends Context.Service<Echo, { readonly url: string }>()("test/injec
 
 const EchoLive = Layer.effect(
   Echo,
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const server = createServer((req, res) => {
-        const url = new URL(req.url ?? "/", "http://x")
-        if (url.pathname === "/json") {
-          res.writeHead(200, { "content-type": "application/json" })
-          return res.end(JSON.stringify({ headers: req.headers }))
-        }
-        if (url.pathname === "/text") {
-          res.writeHead(200, { "content-type": "text/plain" })
-          return res.end(Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join("\n"))
-        }
-        res.writeHead(400, { "content-type": "application/json" })
-        res.end(JSON.stringify({ error: "bad request", youSent: req.headers }))
-      })
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
-      return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+  Effect.map(
+    httpServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://x")
+      if (url.pathname === "/json") {
+        res.writeHead(200, { "content-type": "application/json" })
+        return res.end(JSON.stringify({ headers: req.headers }))
+      }
+      if (url.pathname === "/text") {
+        res.writeHead(200, { "content-type": "text/plain" })
+        return res.end(Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join("\n"))
+      }
+      res.writeHead(400, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: "bad request", youSent: req.headers }))
     }),
-    ({ server }) =>
-      Effect.promise(() =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections()
-          server.close(() => resolve())
-        })
-      )
-  ).pipe(Effect.map(({ url }) => Echo.of({ url })))
+    (server) => Echo.of({ url: server.origin })
+  )
 )
 
 const schemes = {
@@ -85,19 +72,6 @@ const gatewayWith = (redaction: boolean) =>
     Layer.provideMerge(EchoLive)
   )
 
-const connect = Effect.acquireRelease(
-  Effect.flatMap(
-    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base))),
-    (url) =>
-      Effect.promise(async () => {
-        const client = new Client({ name: "echo-test", version: "1.0.0" })
-        await client.connect(new StreamableHTTPClientTransport(url))
-        return client
-      })
-  ),
-  (client) => Effect.promise(() => client.close())
-)
-
 /** Every spelling of the credential a client could read a secret from. */
 const leaks = (text: string): ReadonlyArray<string> => {
   const basic = Buffer.from(`${BASIC_USER}:${SECRET}`).toString("base64")
@@ -113,7 +87,7 @@ const suite = (redaction: boolean) =>
       for (const name of Object.keys(schemes)) {
         it.effect(`${name}: echoed in JSON, in text and in an error body, it is scrubbed`, () =>
           Effect.scoped(Effect.gen(function*() {
-            const client = yield* connect
+            const client = yield* SdkClients.v1
             for (const path of ["json", "text", "error"]) {
               const result = yield* Effect.promise(() => client.callTool({ name: `${name}_${path}`, arguments: {} }))
               const text = JSON.stringify(result)

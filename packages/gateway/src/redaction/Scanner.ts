@@ -107,6 +107,7 @@ addClass(ALNUM + "._~+/-", TOKEN68)
 addClass("\"'`&,;<>()[]{}|", VALUE_STOP)
 
 const SPACE = 32
+const PEM_BEGIN = "-----BEGIN "
 const DASH = 45
 const DOT = 46
 const AT = 64
@@ -238,31 +239,20 @@ export class Scanner {
     return end
   }
 
-  /** The end of a token run of class `bits` from `from`; it stops before `-----`, where a PEM block may begin. */
-  private tokenEnd(from: number, bits: number): number {
-    const text = this.text
-    const to = this.to
-    let i = from
-    for (; i < to; i++) {
-      const c = text.charCodeAt(i)
-      if ((classOf(c) & bits) === 0 || (c === DASH && this.has("-----", i))) break
-    }
-    return i
-  }
-
   /**
-   * The end of a run of class `bits` from `from`, stopping only where a PEM
-   * block can begin (`-----BEGIN `): the one match that can start inside such
-   * a run. Stopping at any `-----` would leave a dash that joins the run once
-   * the block is a marker, and a second redaction would judge a longer run.
+   * The end of a token run of class `bits` from `from`; it stops before
+   * `stop` (`-----` by default), where a PEM block may begin. The newer
+   * detectors pass `-----BEGIN `, the one place a PEM block can start: they
+   * stop exactly there, so a dash left before it, which joins the run once
+   * the block is a marker, is counted alike by a second redaction.
    */
-  private runBeforePem(from: number, bits: number): number {
+  private tokenEnd(from: number, bits: number, stop = "-----"): number {
     const text = this.text
     const to = this.to
     let i = from
     for (; i < to; i++) {
       const c = text.charCodeAt(i)
-      if ((classOf(c) & bits) === 0 || (c === DASH && this.has("-----BEGIN ", i))) break
+      if ((classOf(c) & bits) === 0 || (c === DASH && this.has(stop, i))) break
     }
     return i
   }
@@ -598,7 +588,7 @@ export class Scanner {
     let start = wordEnd
     while (start < to && text.charCodeAt(start) === SPACE) start++
     if (start === wordEnd) return -1
-    let end = this.runBeforePem(start, TOKEN68)
+    let end = this.tokenEnd(start, TOKEN68, PEM_BEGIN)
     let padded = end
     while (padded < to && text.charCodeAt(padded) === EQUALS) padded++
     // A sentence's full stop after an unpadded token is not part of it.
@@ -624,7 +614,7 @@ export class Scanner {
     if (i < this.janusFloor || !this.has("jn", i) || !this.has("_", i + 3)) return -1
     const c2 = this.text.charCodeAt(i + 2)
     if (c2 !== 97 /* a */ && c2 !== 115 /* s */) return -1
-    const end = this.runBeforePem(i + 4, B64URL)
+    const end = this.tokenEnd(i + 4, B64URL, PEM_BEGIN)
     if (end - i - 4 >= 20) return this.emit(i, end, Kinds.JANUS_TOKEN)
     // A start inside this run reaches the same end with fewer characters: it fails too.
     this.janusFloor = end
@@ -635,7 +625,7 @@ export class Scanner {
   private skKey(i: number): number {
     if (i < this.skFloor) return -1
     const text = this.text
-    const end = this.runBeforePem(i + 3, B64URL)
+    const end = this.tokenEnd(i + 3, B64URL, PEM_BEGIN)
     let seen = 0
     for (let p = i + 3; p < end; p++) seen |= classOf(text.charCodeAt(p))
     if (end - i - 3 >= 20 && (seen & DIGIT) !== 0 && (seen & UPPER) !== 0 && (seen & LOWER) !== 0) {
@@ -673,7 +663,7 @@ export class Scanner {
       // Only a dash carries a key past the word (`x-api-key`); such runs are measured once.
       if (i < this.keyFrom || i >= this.keyEnd) {
         this.keyFrom = i
-        this.keyEnd = this.runBeforePem(i, B64URL)
+        this.keyEnd = this.tokenEnd(i, B64URL, PEM_BEGIN)
       }
       keyEnd = this.keyEnd
     } else if (next !== EQUALS && next !== COLON && next !== SPACE && next !== QUOTE && next !== APOSTROPHE) {
@@ -713,7 +703,7 @@ export class Scanner {
     const start = p
     while (p < to) {
       const c = text.charCodeAt(p)
-      if (c <= SPACE || c === 127 || (classOf(c) & VALUE_STOP) !== 0 || (c === DASH && this.has("-----BEGIN ", p))) {
+      if (c <= SPACE || c === 127 || (classOf(c) & VALUE_STOP) !== 0 || (c === DASH && this.has(PEM_BEGIN, p))) {
         break
       }
       p++

@@ -9,19 +9,16 @@
 import { assert, layer } from "@effect/vitest"
 import { Connections, Secrets } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { createServer, type IncomingMessage } from "node:http"
-import type { AddressInfo } from "node:net"
 import { EgressPolicy } from "../../src/egress/EgressPolicy.ts"
 import { FederatedCatalog } from "../../src/federation/FederatedCatalog.ts"
 import { anonymous } from "../../src/mcp/Caller.ts"
 import type { CallToolResult } from "../../src/mcp/ToolCatalog.ts"
 import * as GatewayTesting from "../../src/testing.ts"
+import { httpServer } from "../egress/servers.ts"
+import * as SdkClients from "../support/SdkClients.ts"
 import { EVERYTHING } from "./stdio-servers.ts"
 import { fast, waitUntil } from "./support.ts"
 
@@ -32,45 +29,32 @@ class Leaky extends Context.Service<Leaky, { readonly url: string }>()("test/fed
 
 const LeakyLive = Layer.effect(
   Leaky,
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const server = createServer(async (req: IncomingMessage, res) => {
-        const mcp = new McpServer({ name: "leaky", version: "1.0.0" }, { capabilities: { tools: {} } })
-        mcp.registerTool("whoami", { description: "Says who called it" }, async (extra) => {
-          const seen = String(extra.requestInfo?.headers.authorization)
-          const token = extra._meta?.progressToken
-          if (token !== undefined) {
-            await extra.sendNotification({
-              method: "notifications/progress",
-              params: { progressToken: token, progress: 1, total: 2, message: `working for ${seen}` }
-            })
-          }
-          return {
-            content: [{ type: "text", text: `you are ${seen}` }],
-            structuredContent: { authorization: seen, token: seen.slice("Bearer ".length) }
-          }
-        })
-        mcp.registerTool("fail", { description: "Fails, quoting the credential" }, async (extra) => {
-          throw new Error(`refused ${String(extra.requestInfo?.headers.authorization)}`)
-        })
-        const transport = new StreamableHTTPServerTransport({})
-        await mcp.connect(transport)
-        const chunks: Array<Buffer> = []
-        for await (const chunk of req) chunks.push(chunk as Buffer)
-        const text = Buffer.concat(chunks).toString("utf8")
-        await transport.handleRequest(req, res, text === "" ? undefined : JSON.parse(text))
+  Effect.map(
+    httpServer(async (req, res, received) => {
+      const mcp = new McpServer({ name: "leaky", version: "1.0.0" }, { capabilities: { tools: {} } })
+      mcp.registerTool("whoami", { description: "Says who called it" }, async (extra) => {
+        const seen = String(extra.requestInfo?.headers.authorization)
+        const token = extra._meta?.progressToken
+        if (token !== undefined) {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: 1, total: 2, message: `working for ${seen}` }
+          })
+        }
+        return {
+          content: [{ type: "text", text: `you are ${seen}` }],
+          structuredContent: { authorization: seen, token: seen.slice("Bearer ".length) }
+        }
       })
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
-      return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` }
+      mcp.registerTool("fail", { description: "Fails, quoting the credential" }, async (extra) => {
+        throw new Error(`refused ${String(extra.requestInfo?.headers.authorization)}`)
+      })
+      const transport = new StreamableHTTPServerTransport({})
+      await mcp.connect(transport)
+      await transport.handleRequest(req, res, received.body === "" ? undefined : JSON.parse(received.body))
     }),
-    ({ server }) =>
-      Effect.promise(() =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections()
-          server.close(() => resolve())
-        })
-      )
-  ).pipe(Effect.map(({ url }) => Leaky.of({ url })))
+    (server) => Leaky.of({ url: `${server.origin}/mcp` })
+  )
 )
 
 const Seed = Layer.effectDiscard(Effect.gen(function*() {
@@ -137,15 +121,7 @@ const StdioGateway = Layer.effectDiscard(Effect.gen(function*() {
 layer(StdioGateway, { timeout: 120_000, excludeTestServices: true })("stdio upstream results", (it) => {
   it.effect("a program that prints its environment does not print the secret Janus gave it", () =>
     Effect.scoped(Effect.gen(function*() {
-      const url = yield* HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
-      const client = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const client = new Client({ name: "stdio-secret-test", version: "1" })
-          await client.connect(new StreamableHTTPClientTransport(url))
-          return client
-        }),
-        (client) => Effect.promise(() => client.close())
-      )
+      const client = yield* SdkClients.v1
       yield* waitUntil(
         Effect.promise(() => client.listTools()).pipe(
           Effect.map((listed) => listed.tools.some((t) => t.name === "everything/get-env"))
