@@ -8,6 +8,18 @@ import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
 import * as Metrics from "../src/Metrics.ts"
 
+/**
+ * The bounds of ADR-0197 ("Each subscriber's outbound queue holds at most
+ * 1,000 frames and 1 MiB ... The same bound applies to the replay hold
+ * buffer"), written here as numbers rather than read from `Limits.ts`: a test
+ * of a bound must fail when the constant it guards drifts from the ADR.
+ */
+export const ADR_MAX_FRAMES = 1_000
+export const ADR_MAX_BYTES = 1024 * 1024
+
+/** The replay cap (SPEC "Replay"): a gap of up to 10,000 events is replayed, a larger one gets one resync. */
+export const REPLAY_CAP_EVENTS = 10_000
+
 /** The hub over an in-memory log; the log's writer is exposed too. */
 export const HubLive = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemory))
 

@@ -7,6 +7,8 @@
  *   `InvalidInput` naming the field path and what was expected.
  * - URLs are absolute `http:` or `https:` URLs, without credentials in them
  *   (credentials belong in a secret).
+ * - Egress allow-list entries follow `EgressAllowList.ts` (addresses, CIDRs,
+ *   host names, suffixes, each with an optional port); nothing else is stored.
  * - Tool names match `^[A-Za-z0-9_./-]{1,64}$`.
  * - A path template starts with `/`; each `{param}` in it is declared in the
  *   argument map as `"path"`, and each `"path"` argument appears in it.
@@ -20,6 +22,7 @@
  */
 import { Effect, Schema, SchemaIssue } from "effect"
 import { type JsonSchemaObject, ToolNamePattern } from "./Domain.ts"
+import { ALLOW_LIST_FORMS, parseAllowListEntry } from "./EgressAllowList.ts"
 import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, UndeclaredPathParam } from "./Errors.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
@@ -70,6 +73,32 @@ export const checkHttpUrl = (entity: string, field: string, value: string): Effe
   if (url.username !== "" || url.password !== "") return fail("credentials go in a secret, not in the URL")
   if (url.hostname === "") return fail("no host")
   return Effect.succeed(value)
+}
+
+/**
+ * Every entry of an egress allow-list parses (`EgressAllowList.ts`): the
+ * first that does not is an `InvalidInput` naming its index, its value, what
+ * is wrong and the accepted forms.
+ */
+export const checkEgressAllowList = (
+  entity: string,
+  entries: ReadonlyArray<string> | null
+): Effect.Effect<void, InvalidInput> => {
+  if (entries === null) return Effect.void
+  for (const [index, raw] of entries.entries()) {
+    const parsed = parseAllowListEntry(raw)
+    if ("error" in parsed) {
+      return Effect.fail(
+        new InvalidInput({
+          entity,
+          field: `egressAllowList.${index}`,
+          value: JSON.stringify(raw),
+          expected: `${parsed.problem}; expected ${ALLOW_LIST_FORMS}`
+        })
+      )
+    }
+  }
+  return Effect.void
 }
 
 /** The `version` an update expects: a positive integer, as read. */

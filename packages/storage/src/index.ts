@@ -63,6 +63,7 @@ export {
 export { ChangeFeed, type Invalidator } from "./ChangeFeed.ts"
 export { ConfigCache, type ConfigSnapshot } from "./ConfigCache.ts"
 export * as SecretBox from "./Crypto.ts"
+export * as EgressAllowList from "./EgressAllowList.ts"
 export { type AppendEvent, EventLog } from "./EventLog.ts"
 export { MasterKey } from "./MasterKey.ts"
 export { SecretCache } from "./SecretCache.ts"

@@ -51,7 +51,7 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
     if (
       connection.egressAllowList !== undefined && connection.egressAllowList !== null &&
       !isStrings(connection.egressAllowList)
-    ) wrong("connection.egressAllowList", "Expected an array of host names, addresses or CIDRs, or null")
+    ) wrong("connection.egressAllowList", "Expected an array of addresses, CIDRs, host names or suffixes, or null")
     if (connection.timeoutMs !== undefined && typeof connection.timeoutMs !== "number") {
       wrong("connection.timeoutMs", "Expected a number of milliseconds")
     }
