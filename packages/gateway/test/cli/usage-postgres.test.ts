@@ -96,7 +96,7 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     let r = await janus(["doctor"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
-    assert.match(r.stdout, /FAIL {2}database: reachable; 7 migration\(s\) pending: run `janus migrate`/)
+    assert.match(r.stdout, /FAIL {2}database: reachable; 8 migration\(s\) pending: run `janus migrate`/)
 
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
