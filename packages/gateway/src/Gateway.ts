@@ -205,8 +205,8 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(options.extra ?? Layer.empty),
     Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing())),
     Layer.provideMerge(options.server),
-    Layer.provideMerge(Instrument.eventLogLayer),
-    Layer.provideMerge(options.storage)
+    // the event log's writer reports its buffer and flushes as metrics
+    Layer.provideMerge(Layer.provide(options.storage, Instrument.eventLogObserverLayer))
   )
 
 /** The gateway serving HTTP, given its configuration. */
