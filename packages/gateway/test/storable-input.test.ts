@@ -15,7 +15,7 @@ import { Effect, Fiber, Layer, Logger, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as GatewayTesting from "../src/testing.ts"
-import { initialize, post, readSse, stateful, stateless } from "./mcp/http-client.ts"
+import { initialize, post, stateful, stateless } from "./mcp/http-client.ts"
 
 const postgres = await StorageTesting.requirePostgres()
 
@@ -32,24 +32,54 @@ interface StreamEvent {
   readonly data: any
 }
 
-/** Reads GET /api/v1/events as `token` until `until` holds (or 15 s pass). */
-const watch = (token: string, until: (events: ReadonlyArray<StreamEvent>) => boolean) =>
+/**
+ * Reads GET /api/v1/events`query` as `token` (with `headers`) until `until`
+ * holds (or 15 s pass); comments (heartbeats) are skipped.
+ */
+const watch = (
+  token: string,
+  until: (events: ReadonlyArray<StreamEvent>) => boolean,
+  query = "",
+  headers: Record<string, string> = {}
+) =>
   Effect.flatMap(baseUrl, (base) =>
     Effect.promise(async () => {
-      const response = await fetch(`${base}/api/v1/events`, { headers: { authorization: `Bearer ${token}` } })
-      assert.strictEqual(response.status, 200)
-      const parsed: Array<StreamEvent> = []
-      await readSse(response, {
-        timeoutMs: 15_000,
-        until: (raw) => {
-          parsed.length = 0
-          for (const e of raw) {
-            parsed.push({ id: e.id, event: undefined, data: e.data === "" ? null : JSON.parse(e.data) })
-          }
-          return until(parsed)
-        }
+      const controller = new AbortController()
+      const timer = setTimeout(() => controller.abort(), 15_000)
+      const response = await fetch(`${base}/api/v1/events${query}`, {
+        headers: { authorization: `Bearer ${token}`, ...headers },
+        signal: controller.signal
       })
-      return parsed
+      assert.strictEqual(response.status, 200)
+      const events: Array<StreamEvent> = []
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+      let buffer = ""
+      try {
+        while (!until(events)) {
+          const { done, value } = await reader.read()
+          if (done) break
+          buffer += value
+          let end: number
+          while ((end = buffer.indexOf("\n\n")) !== -1) {
+            const fields = new Map<string, string>()
+            for (const line of buffer.slice(0, end).split("\n")) {
+              const colon = line.indexOf(":")
+              if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart())
+            }
+            buffer = buffer.slice(end + 2)
+            if (fields.has("event")) {
+              const data = fields.get("data")
+              events.push({ id: fields.get("id"), event: fields.get("event"), data: data ? JSON.parse(data) : null })
+            }
+          }
+        }
+      } catch {
+        // aborted by the timer: return what arrived
+      } finally {
+        clearTimeout(timer)
+        controller.abort()
+      }
+      return events
     }))
 
 const adminToken = Effect.gen(function*() {
@@ -156,6 +186,37 @@ for (const backend of backends) {
             )
             assert.strictEqual(list.status, 200, list.text)
             assert.isArray(list.body.result.tools)
+          }))
+
+        it.effect("when the writer loses events every subscriber gets a resync, filtered or replaying across the gap", () =>
+          Effect.gen(function*() {
+            const token = yield* adminToken
+            const sql = yield* SqlClient.SqlClient
+            const log = yield* EventLog
+            yield* log.append({ topic: "before-gap" })
+            yield* log.flush
+            const lastBefore = String(yield* log.latestId)
+            const resynced = (events: ReadonlyArray<StreamEvent>) => events.some((e) => e.event === "resync")
+            const all = yield* Effect.forkChild(watch(token, resynced))
+            const tools = yield* Effect.forkChild(watch(token, resynced, "?topics=tools"))
+            yield* Effect.sleep("300 millis")
+            // Postgres refuses one event (a CHECK constraint stands in for any data error)
+            yield* sql`ALTER TABLE broker_event ADD CONSTRAINT no_poison CHECK (topic <> 'poison') NOT VALID`
+            yield* Effect.gen(function*() {
+              yield* log.append({ topic: "poison" })
+              yield* log.append({ topic: "calls", data: { tool: "survivor" } })
+              yield* log.flush
+            }).pipe(Effect.ensuring(Effect.orDie(sql`ALTER TABLE broker_event DROP CONSTRAINT no_poison`)))
+            const live = yield* Fiber.join(all)
+            assert.isTrue(resynced(live), JSON.stringify(live))
+            assert.isTrue(live.some((e) => e.data?.data?.tool === "survivor"), "the others are delivered")
+            assert.isFalse(live.some((e) => e.data?.topic === "janus.gap"), "the marker is not data")
+            assert.isTrue(resynced(yield* Fiber.join(tools)), "a subscriber of other topics resyncs too")
+            // reconnecting from before the gap: one resync instead of a replay with a hole in it
+            const replay = yield* watch(token, (events) => events.length > 0, "?topics=calls", {
+              "last-event-id": lastBefore
+            })
+            assert.strictEqual(replay[0]?.event, "resync", JSON.stringify(replay))
           }))
 
         it.effect("janus_event_log_buffered counts the events waiting for the database, and 0 once written", () =>
