@@ -16,6 +16,7 @@ import { HttpServer } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as GatewayTesting from "../src/testing.ts"
 import { initialize, post, stateful, stateless } from "./mcp/http-client.ts"
+import { collect, type SseEvent } from "./support/EventStream.ts"
 
 const postgres = await StorageTesting.requirePostgres()
 
@@ -32,55 +33,32 @@ interface StreamEvent {
   readonly data: any
 }
 
-/**
- * Reads GET /api/v1/events`query` as `token` (with `headers`) until `until`
- * holds (or 15 s pass); comments (heartbeats) are skipped.
- */
+/** Reads GET /api/v1/events`query` as `token` (with `headers`) until `until` holds (or 15 s pass). */
 const watch = (
   token: string,
   until: (events: ReadonlyArray<StreamEvent>) => boolean,
   query = "",
   headers: Record<string, string> = {}
-) =>
-  Effect.flatMap(baseUrl, (base) =>
-    Effect.promise(async () => {
-      const controller = new AbortController()
-      const timer = setTimeout(() => controller.abort(), 15_000)
-      const response = await fetch(`${base}/api/v1/events${query}`, {
-        headers: { authorization: `Bearer ${token}`, ...headers },
-        signal: controller.signal
-      })
-      assert.strictEqual(response.status, 200)
-      const events: Array<StreamEvent> = []
-      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-      let buffer = ""
-      try {
-        while (!until(events)) {
-          const { done, value } = await reader.read()
-          if (done) break
-          buffer += value
-          let end: number
-          while ((end = buffer.indexOf("\n\n")) !== -1) {
-            const fields = new Map<string, string>()
-            for (const line of buffer.slice(0, end).split("\n")) {
-              const colon = line.indexOf(":")
-              if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart())
-            }
-            buffer = buffer.slice(end + 2)
-            if (fields.has("event")) {
-              const data = fields.get("data")
-              events.push({ id: fields.get("id"), event: fields.get("event"), data: data ? JSON.parse(data) : null })
-            }
-          }
-        }
-      } catch {
-        // aborted by the timer: return what arrived
-      } finally {
-        clearTimeout(timer)
-        controller.abort()
-      }
-      return events
+) => {
+  const parse = (raw: ReadonlyArray<SseEvent>): Array<StreamEvent> =>
+    raw.filter((e) => e.event !== undefined).map((e) => ({
+      id: e.id,
+      event: e.event,
+      data: e.data === undefined || e.data === "" ? null : JSON.parse(e.data)
     }))
+  return Effect.map(
+    collect(
+      `/api/v1/events${query}`,
+      { authorization: `Bearer ${token}`, ...headers },
+      (raw) => until(parse(raw)),
+      15_000
+    ),
+    (reply) => {
+      assert.strictEqual(reply.status, 200, reply.body)
+      return parse(reply.events)
+    }
+  )
+}
 
 const adminToken = Effect.gen(function*() {
   const created = yield* (yield* AdminTokens).create({ name: "studio" })

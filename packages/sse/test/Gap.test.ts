@@ -5,25 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import type { NonEmptyReadonlyArray } from "effect/Array"
-import type * as Cause from "effect/Cause"
 import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
-import { describe as d, subscribed, withHub } from "./helpers.ts"
-
-type Pull = Effect.Effect<NonEmptyReadonlyArray<Frame.Frame>, Cause.Done>
-
-/** Pulls until `n` frames (heartbeats aside) have arrived. */
-const take = (pull: Pull, n: number) =>
-  Effect.gen(function*() {
-    const out: Array<string> = []
-    while (out.length < n) {
-      for (const frame of yield* pull) if (frame._tag !== "Heartbeat") out.push(d(frame))
-    }
-    return out
-  })
+import { subscribed, take, withHub } from "./helpers.ts"
 
 /** Appends to the log and publishes live, as storage's writer does. */
 const commit = (hub: Hub.Hub["Service"], log: EventLog.MemoryEventLog["Service"], topic: string, data: unknown) =>

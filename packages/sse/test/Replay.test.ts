@@ -4,26 +4,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Stream } from "effect"
-import type { NonEmptyReadonlyArray } from "effect/Array"
-import type * as Cause from "effect/Cause"
 import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
 import { MAX_QUEUED_FRAMES, REPLAY_CAP } from "../src/Limits.ts"
-import { describe as d, dropped, withHub } from "./helpers.ts"
-
-type Pull = Effect.Effect<NonEmptyReadonlyArray<Frame.Frame>, Cause.Done>
-
-/** Pulls until `n` frames (heartbeats aside) have arrived. */
-const take = (pull: Pull, n: number) =>
-  Effect.gen(function*() {
-    const out: Array<string> = []
-    while (out.length < n) {
-      for (const frame of yield* pull) if (frame._tag !== "Heartbeat") out.push(d(frame))
-    }
-    return out
-  })
+import { dropped, take, withHub } from "./helpers.ts"
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 

@@ -41,10 +41,11 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Metric, Queue, Schedule, Schema, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Queue, Schema, Semaphore } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { InvalidInput, StorageError } from "./Errors.ts"
+import * as DropReport from "./internal/DropReport.ts"
 import { describeRefusals, isolate, isRefusal } from "./internal/Refusals.ts"
 import { Ring } from "./internal/Ring.ts"
 import { storageError, toDate, toNumber } from "./internal/sql.ts"
@@ -281,31 +282,20 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   const wake = yield* Queue.sliding<void>(1)
   const writing = yield* Semaphore.make(1)
 
-  // --- dropped records: counted at once, reported at most once per interval ----
-  let unreported = 0
-  let lastWarnAt = Number.NEGATIVE_INFINITY
-  const report = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    if (unreported === 0 || now - lastWarnAt < warnEveryMs) return Effect.void
-    const n = unreported
-    unreported = 0
-    lastWarnAt = now
-    return Effect.logWarning(
+  const drops = DropReport.make({
+    metric: dropped,
+    warnEveryMs,
+    message: (n) =>
       `audit log: buffer full (${maxBuffered} records waiting for the database); dropped the ${n} oldest ` +
-        `(counted in janus.audit.dropped)`
-    )
+      `(counted in janus.audit.dropped)`
   })
-  const noteDropped = (n: number) =>
-    Effect.suspend(() => {
-      unreported += n
-      return Effect.andThen(Metric.update(dropped, n), report)
-    })
 
   // --- writer --------------------------------------------------------------------
   const push = (input: AuditInput, at: Date) =>
     Effect.suspend(() => {
       const droppedOne = buffer.push(toInsertRow(input, at))
       if (buffer.size >= earlyFlushAt) Queue.offerUnsafe(wake, undefined)
-      return droppedOne ? noteDropped(1) : Effect.void
+      return droppedOne ? drops.note(1) : Effect.void
     })
 
   const record = (input: AuditInput): Effect.Effect<void> =>
@@ -345,7 +335,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
         Effect.tapCause(() =>
           Effect.suspend(() => {
             const lost = buffer.unshiftAll(batch)
-            return lost > 0 ? noteDropped(lost) : Effect.void
+            return lost > 0 ? drops.note(lost) : Effect.void
           })
         )
       )
@@ -364,28 +354,15 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
 
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
-    flush.pipe(
-      Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-      Effect.andThen(Effect.suspend(() => {
-        lastWarnAt = Number.NEGATIVE_INFINITY
-        return report
-      })),
-      Effect.catch((error) =>
-        Effect.suspend(() => {
-          const lost = buffer.take(buffer.size).length
-          const earlier = unreported
-          unreported = 0
-          return Effect.andThen(
-            Metric.update(dropped, lost),
-            Effect.logError(
-              `audit log: final flush failed; ${lost} buffered records lost` +
-                (earlier > 0 ? `, besides ${earlier} dropped earlier` : "") + " (counted in janus.audit.dropped)",
-              error
-            )
-          )
-        })
-      )
-    )
+    DropReport.finalFlush({
+      flush,
+      drops,
+      metric: dropped,
+      discardAll: () => buffer.take(buffer.size).length,
+      writer: "audit log",
+      noun: "records",
+      metricName: "janus.audit.dropped"
+    })
   )
 
   const backoff = (failures: number): Duration.Duration =>
@@ -396,7 +373,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     while (true) {
       if (failures === 0) yield* Effect.timeoutOption(Queue.take(wake), flushInterval)
       else yield* Effect.sleep(backoff(failures))
-      yield* report
+      yield* drops.report()
       const result = yield* Effect.result(flush)
       if (result._tag === "Failure") {
         failures++

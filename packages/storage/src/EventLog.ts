@@ -65,6 +65,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LoggedEvent } from "./Domain.ts"
 import { StorageError } from "./Errors.ts"
+import * as DropReport from "./internal/DropReport.ts"
 import { describeRefusals, isolate, isRefusal, type Refused } from "./internal/Refusals.ts"
 import { Ring } from "./internal/Ring.ts"
 import { storageError, toNumber } from "./internal/sql.ts"
@@ -232,19 +233,12 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
   let gap = 0
   const report = () => observer.buffered(buffer.size + inFlight)
 
-  // Dropped events: counted at once, warned about at most once per interval.
-  let unreported = 0
-  let lastDropWarnAt = Number.NEGATIVE_INFINITY
-  const warnDropped = Effect.suspend(() => {
-    const now = clock.currentTimeMillisUnsafe()
-    if (unreported === 0 || now - lastDropWarnAt < warnEveryMs) return Effect.void
-    const n = unreported
-    unreported = 0
-    lastDropWarnAt = now
-    return Effect.logWarning(
+  const drops = DropReport.make({
+    metric: dropped,
+    warnEveryMs,
+    message: (n) =>
       `event log: buffer full (${maxBuffered} events waiting for the database); dropped the ${n} oldest ` +
-        `(counted in janus.event_log.dropped); subscribers are told to resync`
-    )
+      `(counted in janus.event_log.dropped); subscribers are told to resync`
   })
 
   const append = (event: AppendEvent): Effect.Effect<void> =>
@@ -258,8 +252,7 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
       report()
       if (!full) return Effect.void
       gap++
-      unreported++
-      return Effect.andThen(Metric.update(dropped, 1), warnDropped)
+      return drops.note(1)
     })
 
   const insertRows = (rows: ReadonlyArray<InsertRow>) =>
@@ -322,12 +315,8 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
               inFlight = 0
               const lost = buffer.unshiftAll(batch)
               gap += lost
-              unreported += lost
               report()
-              return Effect.andThen(
-                lost > 0 ? Effect.andThen(Metric.update(dropped, lost), warnDropped) : Effect.void,
-                Effect.failCause(cause)
-              )
+              return Effect.andThen(lost > 0 ? drops.note(lost) : Effect.void, Effect.failCause(cause))
             }),
           onSuccess: ({ refused, written }) =>
             Effect.suspend(() => {
@@ -373,22 +362,19 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
 
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
-    flush.pipe(
-      Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-      Effect.catch((error) =>
-        Effect.suspend(() => {
-          const lost = buffer.take(buffer.size).length
-          report()
-          return Effect.andThen(
-            Metric.update(dropped, lost),
-            Effect.logError(
-              `event log: final flush failed (${error.message}); ${lost} buffered events lost ` +
-                `(counted in janus.event_log.dropped)`
-            )
-          )
-        })
-      )
-    )
+    DropReport.finalFlush({
+      flush,
+      drops,
+      metric: dropped,
+      discardAll: () => {
+        const lost = buffer.take(buffer.size).length
+        report()
+        return lost
+      },
+      writer: "event log",
+      noun: "events",
+      metricName: "janus.event_log.dropped"
+    })
   )
 
   yield* Effect.gen(function*() {
@@ -396,7 +382,7 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
     let lastWarnAt = Number.NEGATIVE_INFINITY
     while (true) {
       yield* Effect.sleep(flushInterval)
-      yield* warnDropped
+      yield* drops.report()
       const result = yield* Effect.result(flush)
       if (result._tag === "Failure") {
         failures++

@@ -7,17 +7,12 @@ import { Context, Effect, Layer, Logger, Metric } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { TestClock } from "effect/testing"
 import { auditDropped, type AuditInput, AuditLog, type AuditLogOptions, type AuditRecord } from "../src/index.ts"
-import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { eventually, expectFailure, unique } from "./helpers.ts"
+import { requirePostgres } from "../src/testing.ts"
+import { backends, captureLogs, eventually, expectFailure, tableAway as tableAwayOf, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
 type Services = SqlClient.SqlClient | AuditLog
-
-const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services, unknown>; run: boolean }> = [
-  { name: "pglite (memory)", layer: () => layerMemory(), run: true },
-  { name: "postgres", layer: () => layerPostgres(), run: postgres }
-]
 
 /** A fresh audit log (its own buffer and flusher) on the suite's database, for the current scope. */
 const freshLog = (options: AuditLogOptions, loggers: Layer.Layer<never> = Layer.empty) =>
@@ -48,22 +43,15 @@ const batches = (identity: string) =>
 
 const stored = (identity: string) => Effect.map(batches(identity), (groups) => groups.reduce((a, b) => a + b, 0))
 
-/** Makes `audit_records` unwritable (renamed away) for the duration of `effect`. */
-const tableAway = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* Effect.acquireRelease(
-    sql`ALTER TABLE audit_records RENAME TO audit_records_away`,
-    () => Effect.orDie(sql`ALTER TABLE IF EXISTS audit_records_away RENAME TO audit_records`)
-  )
-  return Effect.orDie(sql`ALTER TABLE audit_records_away RENAME TO audit_records`)
-}).pipe(Effect.orDie)
+/** Makes `audit_records` unwritable (renamed away) until the returned effect restores it. */
+const tableAway = tableAwayOf("audit_records")
 
 const droppedCount = Effect.map(Metric.value(auditDropped), (state) => Number(state.count))
 
 /** Wall-clock wait, also under the TestClock. */
 const liveSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
-for (const backend of backends) {
+for (const backend of backends<Services>(postgres)) {
   describe.skipIf(!backend.run)(`audit log: ${backend.name}`, () => {
     layer(backend.layer(), { excludeTestServices: true, timeout: "60 seconds" })((it) => {
       it.effect("record only buffers; a flush writes the batch with ONE insert", () =>
@@ -155,12 +143,7 @@ for (const backend of backends) {
 
       it.effect("the buffer is bounded: the oldest are dropped, counted, and warned about once per interval", () =>
         Effect.scoped(Effect.gen(function*() {
-          const warnings: Array<string> = []
-          const capture = Logger.layer([
-            Logger.make(({ logLevel, message }) => {
-              if (logLevel === "Warn") warnings.push(String(Array.isArray(message) ? message[0] : message))
-            })
-          ])
+          const { lines: warnings, logger: capture } = captureLogs()
           // The flusher (triggered when 10 wait) may drop some too: its logs are captured as well.
           const log = yield* freshLog({ flushInterval: "1 hour", maxBuffered: 10, warnInterval: "1 hour" }, capture)
           const who = unique("bound")
@@ -210,12 +193,7 @@ for (const backend of backends) {
 
       it.effect("a record Postgres refuses is dropped alone, counted and reported; the others are written", () =>
         Effect.scoped(Effect.gen(function*() {
-          const warnings: Array<string> = []
-          const capture = Logger.layer([
-            Logger.make(({ logLevel, message }) => {
-              if (logLevel === "Warn") warnings.push(String(Array.isArray(message) ? message[0] : message))
-            })
-          ])
+          const { lines: warnings, logger: capture } = captureLogs()
           const sql = yield* SqlClient.SqlClient
           yield* Effect.acquireRelease(
             Effect.orDie(sql`ALTER TABLE audit_records ADD CONSTRAINT no_poison CHECK (tool <> 'poison') NOT VALID`),

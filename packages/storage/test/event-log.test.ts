@@ -5,7 +5,7 @@
  * truthful `buffered` count and observer, and the final flush at scope close.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Logger, Metric } from "effect"
+import { Context, Effect, Layer, Metric } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import {
   EventLog,
@@ -16,30 +16,12 @@ import {
   GAP_TOPIC,
   Notifications
 } from "../src/index.ts"
-import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { expectFailure, unique } from "./helpers.ts"
+import { requirePostgres } from "../src/testing.ts"
+import { backends, captureLogs, expectFailure, tableAway as tableAwayOf, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
 type Services = SqlClient.SqlClient | Notifications | EventLog
-
-const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services, unknown>; run: boolean }> = [
-  { name: "pglite (memory)", layer: () => layerMemory(), run: true },
-  { name: "postgres", layer: () => layerPostgres(), run: postgres }
-]
-
-/** Warnings and errors logged, as one line each (message parts joined). */
-const captureLogs = () => {
-  const lines: Array<string> = []
-  const logger = Logger.layer([
-    Logger.make(({ logLevel, message }) => {
-      if (logLevel !== "Warn" && logLevel !== "Error") return
-      const parts = Array.isArray(message) ? message : [message]
-      lines.push(`${logLevel} ${parts.map((part) => part instanceof Error ? `${part.stack}` : String(part)).join(" ")}`)
-    })
-  ])
-  return { lines, logger }
-}
 
 /** A fresh event log (its own buffer and flusher) on the suite's database, for the current scope. */
 const freshLog = (
@@ -71,14 +53,7 @@ const lastSeq = Effect.gen(function*() {
 }).pipe(Effect.orDie)
 
 /** Makes `broker_event` unwritable (renamed away) until the returned effect (or the scope's end) restores it. */
-const tableAway = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* Effect.acquireRelease(
-    sql`ALTER TABLE broker_event RENAME TO broker_event_away`,
-    () => Effect.orDie(sql`ALTER TABLE IF EXISTS broker_event_away RENAME TO broker_event`)
-  )
-  return Effect.orDie(sql`ALTER TABLE broker_event_away RENAME TO broker_event`)
-}).pipe(Effect.orDie)
+const tableAway = tableAwayOf("broker_event")
 
 /** Makes Postgres refuse events on topic `poison` (a CHECK constraint: SQLSTATE 23514), for the scope. */
 const refusePoison = Effect.gen(function*() {
@@ -91,7 +66,7 @@ const refusePoison = Effect.gen(function*() {
 
 const droppedCount = Effect.map(Metric.value(eventLogDropped), (state) => Number(state.count))
 
-for (const backend of backends) {
+for (const backend of backends<Services>(postgres)) {
   describe.skipIf(!backend.run)(`event log writer: ${backend.name}`, () => {
     layer(backend.layer(), { excludeTestServices: true, timeout: "60 seconds" })((it) => {
       it.effect("U+0000 and lone surrogates in topic, about and data are stored as U+FFFD", () =>

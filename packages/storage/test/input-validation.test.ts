@@ -9,24 +9,12 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { AdminTokens, ClientTokens, Connections, Endpoints, Validation, VirtualServers } from "../src/index.ts"
-import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { endpointInput, expectFailure, restInput, unique } from "./helpers.ts"
+import { requirePostgres } from "../src/testing.ts"
+import { backends, count, endpointInput, expectFailure, restInput, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
 type Services = SqlClient.SqlClient | Connections | Endpoints | VirtualServers | ClientTokens | AdminTokens
-
-const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services, unknown>; run: boolean }> = [
-  { name: "pglite (memory)", layer: () => layerMemory(), run: true },
-  { name: "postgres", layer: () => layerPostgres(), run: postgres }
-]
-
-const count = (table: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ n: number | bigint }>`SELECT count(*) AS n FROM ${sql(table)}`
-    return Number(rows[0]!.n)
-  }).pipe(Effect.orDie)
 
 describe("closestName", () => {
   const known = ["name", "allowedTools", "allowedVirtualServers", "expiresAt"]
@@ -46,7 +34,7 @@ describe("closestName", () => {
   }
 })
 
-for (const backend of backends) {
+for (const backend of backends<Services>(postgres)) {
   describe.skipIf(!backend.run)(`input validation: ${backend.name}`, () => {
     layer(backend.layer(), { excludeTestServices: true, timeout: "60 seconds" })((it) => {
       it.effect("unknown fields are refused at any depth, naming the path and the closest known name", () =>
