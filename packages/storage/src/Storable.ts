@@ -70,9 +70,3 @@ export const storableJsonText = (value: unknown): string | undefined => {
   if (text === undefined || !UNSTORABLE_ESCAPE.test(text)) return text
   return JSON.stringify(storableValue(JSON.parse(text)))
 }
-
-/** `value` as `storableJsonText` would store it, parsed back (what a reader of the row gets). */
-export const storableJson = (value: unknown): unknown => {
-  const text = storableJsonText(value)
-  return text === undefined ? undefined : JSON.parse(text)
-}
