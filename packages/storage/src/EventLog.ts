@@ -60,7 +60,20 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Metric, PubSub, Queue, Schedule, Semaphore, Stream } from "effect"
+import {
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Metric,
+  PubSub,
+  Queue,
+  Schedule,
+  Semaphore,
+  Stream
+} from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LoggedEvent } from "./Domain.ts"
@@ -294,9 +307,12 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
       return { written: [...outcome.written, ...marker], refused: outcome.refused }
     }))
 
-  /** Writes `batch` (taken from the front of the buffer); on a failure of the database puts it back. */
+  /**
+   * Writes `batch` (taken from the front of the buffer). When the database fails, or the flush is
+   * interrupted (the scope closes), the batch goes back in front for the next flush.
+   */
   const writeBatch = (batch: ReadonlyArray<Pending>) =>
-    Effect.uninterruptible(Effect.suspend(() => {
+    Effect.suspend(() => {
       const began = clock.currentTimeMillisUnsafe()
       const lostBefore = gap
       const rows: Array<InsertRow> = lostBefore > 0 ? [gapRow(lostBefore)] : []
@@ -309,45 +325,43 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
       inFlight = batch.length
       return write(rows, unwritable, false).pipe(
         Effect.catchIf(isRefusal, () => write(rows, unwritable, true)),
-        Effect.matchCauseEffect({
-          onFailure: (cause) =>
-            Effect.suspend(() => {
-              inFlight = 0
-              const lost = buffer.unshiftAll(batch)
-              gap += lost
-              report()
-              return Effect.andThen(lost > 0 ? drops.note(lost) : Effect.void, Effect.failCause(cause))
-            }),
-          onSuccess: ({ refused, written }) =>
-            Effect.suspend(() => {
-              inFlight = 0
+        Effect.onExit((exit) =>
+          Effect.suspend(() => {
+            inFlight = 0
+            if (Exit.isSuccess(exit)) {
               gap -= lostBefore
               report()
-              const now = clock.currentTimeMillisUnsafe()
-              observer.flushed(written.length, batch.length > 0 ? now - batch[0]!.at : 0, now - began)
-              const lost = refused.length + unwritable
-              const told = lost === 0 ? Effect.void : Effect.andThen(
-                Metric.update(dropped, lost),
-                Effect.logWarning(
-                  `event log: ${lost} of ${batch.length} events could not be stored (` +
-                    (refused.length > 0 ? `Postgres refused ${refused.length}: ${describeRefusals(refused)}` : "") +
-                    (refused.length > 0 && unwritable > 0 ? "; " : "") +
-                    (unwritable > 0 ? `${unwritable} had data with no JSON form` : "") +
-                    `); wrote the others, dropped those (counted in janus.event_log.dropped); subscribers are told ` +
-                    `to resync`
-                )
-              )
-              // committed: a failure to publish is the reader's to repair (it re-reads every 5 seconds)
-              const publish = written.length === 0 ? Effect.void : publishOwn(written).pipe(
-                Effect.catch((error) =>
-                  Effect.logWarning(`event log: publishing a flushed batch failed: ${error.message}`)
-                )
-              )
-              return Effect.andThen(told, publish)
-            })
+              return Effect.void
+            }
+            const lost = buffer.unshiftAll(batch)
+            gap += lost
+            report()
+            return lost > 0 ? drops.note(lost) : Effect.void
+          })
+        ),
+        Effect.flatMap(({ refused, written }) => {
+          const now = clock.currentTimeMillisUnsafe()
+          observer.flushed(written.length, batch.length > 0 ? now - batch[0]!.at : 0, now - began)
+          const lost = refused.length + unwritable
+          const told = lost === 0 ? Effect.void : Effect.andThen(
+            Metric.update(dropped, lost),
+            Effect.logWarning(
+              `event log: ${lost} of ${batch.length} events could not be stored (` +
+                (refused.length > 0 ? `Postgres refused ${refused.length}: ${describeRefusals(refused)}` : "") +
+                (refused.length > 0 && unwritable > 0 ? "; " : "") +
+                (unwritable > 0 ? `${unwritable} had data with no JSON form` : "") +
+                `); wrote the others, dropped those (counted in janus.event_log.dropped); subscribers are told ` +
+                `to resync`
+            )
+          )
+          // committed: a failure to publish is the reader's to repair (it re-reads every 5 seconds)
+          const publish = written.length === 0 ? Effect.void : publishOwn(written).pipe(
+            Effect.catch((error) => Effect.logWarning(`event log: publishing a flushed batch failed: ${error.message}`))
+          )
+          return Effect.andThen(told, publish)
         })
       )
-    }))
+    })
 
   const flush: Effect.Effect<void, StorageError> = flushing.withPermit(Effect.suspend(() => {
     let remaining = buffer.size

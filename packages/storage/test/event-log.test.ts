@@ -5,8 +5,9 @@
  * truthful `buffered` count and observer, and the final flush at scope close.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Metric } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Metric } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { LOCK_KEY } from "../src/EventLog.ts"
 import {
   EventLog,
   eventLogDropped,
@@ -180,6 +181,33 @@ for (const backend of backends<Services>(postgres)) {
             yield* restoreAgain
           }))
       )
+
+      it.effect("a flush interrupted while it waits for the lock puts its batch back; the next writes it once", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const log = yield* freshLog({ flushInterval: "1 hour" })
+          const since = yield* lastSeq
+          for (let i = 0; i < 3; i++) yield* log.append({ topic: "interrupted", data: { i } })
+          // another writer holds the flush lock (on PGlite, its transaction holds the only session)
+          const locked = yield* Deferred.make<void>()
+          const holder = yield* Effect.forkChild(
+            sql.withTransaction(
+              sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`.pipe(
+                Effect.andThen(Deferred.succeed(locked, undefined)),
+                Effect.andThen(Effect.never)
+              )
+            )
+          )
+          yield* Deferred.await(locked)
+          const flushing = yield* Effect.forkChild(log.flush)
+          yield* Effect.sleep("300 millis")
+          assert.strictEqual(yield* log.buffered, 3, "in flight, still counted")
+          yield* Fiber.interrupt(flushing)
+          assert.strictEqual(yield* log.buffered, 3, "back in the buffer")
+          yield* Fiber.interrupt(holder)
+          yield* log.flush
+          assert.deepStrictEqual((yield* rowsSince(since)).map((r) => (r.data as { i: number }).i), [0, 1, 2])
+        })))
 
       it.effect("at scope close, events the final flush cannot write are counted and reported in one line", () =>
         Effect.gen(function*() {
