@@ -10,7 +10,8 @@ import { Duration, Result } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { VARIABLES } from "../../packages/gateway/src/config/JanusConfig.ts"
-import { containers, podSpec, Rendered, REPO_DIR, type Target, TARGETS } from "../src/Manifests.ts"
+import * as HostCheck from "../../packages/gateway/src/http/HostCheck.ts"
+import { containers, podSpec, Rendered, REPO_DIR, selects, type Target, TARGETS } from "../src/Manifests.ts"
 import { parseQuantity } from "../src/Quantity.ts"
 
 const targets = Object.keys(TARGETS) as Array<Target>
@@ -109,6 +110,36 @@ describe.each(targets)("invariants of %s", (target) => {
     }
     // In a container the gateway must listen on every interface.
     assert.include(["0.0.0.0", "::"], setting(r, "JANUS_HOST"))
+  })
+
+  it("the Host check serves every name the cluster routes to the gateway, its pod IPs and its probes", () => {
+    const served = HostCheck.make({
+      allowedHosts: setting(r, "JANUS_ALLOWED_HOSTS"),
+      listenHost: setting(r, "JANUS_HOST")
+    })
+    const podLabels = r.deployment.spec!.template.metadata!.labels
+    const services = r.services.filter((svc) => selects({ matchLabels: svc.spec!.selector ?? {} }, podLabels))
+    assert.isNotEmpty(services, "a Service selects the gateway's pods")
+    const names = services.flatMap((svc) => {
+      const name = svc.metadata!.name!
+      const ns = svc.metadata!.namespace
+      // within its namespace; qualified names only where the namespace is known (overlays)
+      return ns === undefined ? [name] : [name, `${name}.${ns}`, `${name}.${ns}.svc`, `${name}.${ns}.svc.cluster.local`]
+    })
+    for (const ingress of r.ingresses) {
+      for (const rule of ingress.spec!.rules ?? []) if (rule.host !== undefined) names.push(rule.host)
+      for (const tls of ingress.spec!.tls ?? []) names.push(...(tls.hosts ?? []))
+    }
+    assert.isAbove(names.length, 1)
+    for (const name of names) assert.isTrue(served(name), `Host ${name} is refused: add it to JANUS_ALLOWED_HOSTS`)
+    // the Service port, pod IPs (kubelet probes, Prometheus) and kubectl port-forward
+    for (const host of [`${names[0]}:80`, "10.244.3.17:8080", "[fd00:10:244::17]:8080", "localhost:8080"]) {
+      assert.isTrue(served(host), `Host ${host} is refused`)
+    }
+    assert.isFalse(served("janus.attacker.example"), "an unknown name is refused")
+    for (const probe of [r.gateway.livenessProbe, r.gateway.readinessProbe, r.gateway.startupProbe]) {
+      assert.isTrue(HostCheck.UNCHECKED_PATHS.has(probe!.httpGet!.path!), `${probe!.httpGet!.path} answers any Host`)
+    }
   })
 
   it("terminationGracePeriodSeconds exceeds preStop + JANUS_SHUTDOWN_TIMEOUT", () => {

@@ -15,6 +15,8 @@ import { HttpRouter, type HttpServer } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
+import * as Lifetime from "./auth/CredentialLifetime.ts"
+import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission, Hardening } from "./auth/index.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
@@ -24,7 +26,9 @@ import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import { HealthRoutes } from "./http/Health.ts"
+import * as HostCheck from "./http/HostCheck.ts"
 import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
@@ -41,16 +45,26 @@ import * as ScopedCatalog from "./tools/ScopedCatalog.ts"
 
 export const VERSION = "0.1.0"
 
-/** The Studio event stream, admin-only: the admin API's authentication guards it. */
+/** The Studio event stream, admin-only: the admin API's authentication guards it, for as long as it holds. */
 const EventRoutes = Layer.unwrap(Effect.gen(function*() {
   const auth = yield* AdminAuth
+  const lifetime = yield* CredentialLifetime
   return EventStream.routes((request) =>
-    auth.authenticate(request).pipe(
-      Effect.as(undefined),
-      Effect.catch((problem) =>
-        Effect.map(Effect.service(CurrentRequestId), (id) => Problem.toResponse(problem, id ?? "events"))
+    Effect.clockWith((clock) => {
+      const since = clock.currentTimeMillisUnsafe()
+      return auth.authenticate(request).pipe(
+        Effect.map((principal): EventStream.Admission => ({
+          _tag: "Admitted",
+          until: lifetime.until(Lifetime.ofPrincipal(principal), since)
+        })),
+        Effect.catch((problem) =>
+          Effect.map(Effect.service(CurrentRequestId), (id): EventStream.Admission => ({
+            _tag: "Refused",
+            response: Problem.toResponse(problem, id ?? "events")
+          }))
+        )
       )
-    )
+    })
   )
 })).pipe(Layer.provide(AdminAuth.layer))
 
@@ -68,9 +82,12 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
   Layer.mergeAll(
     Layer.unwrap(Effect.gen(function*() {
       const config = yield* JanusConfig
+      const lifetime = yield* CredentialLifetime
       const options: McpHttp.McpHttpOptions = {
         serverInfo: { name: "janus", version: VERSION, title: "Janus MCP gateway" },
         allowedOrigins: config.JANUS_ALLOWED_ORIGINS,
+        // every stream ends when the credential that opened it is revoked, deleted or expires
+        streamLifetime: (caller, since) => lifetime.until(Lifetime.ofCaller(caller), since),
         ...mcp
       }
       return Layer.mergeAll(
@@ -80,6 +97,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
         Studio.routes(),
         AdminApiRoutes,
         McpHttp.layer(options),
+        // RFC 9728 metadata for /mcp and the virtual servers, when OAuth is on
+        Security.ProtectedResourceMetadataLive,
         // virtual servers: one mount for all, the server taken from the route per request
         Layer.unwrap(Effect.map(VirtualServers.scopeCaller, (scopeCaller) =>
           McpHttp.layer({
@@ -94,6 +113,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
       )
     })),
     Prometheus.layerHttp,
+    // DNS rebinding: a Host that is none of the gateway's names is refused on every route but the probes
+    HostCheck.layer,
     // request ids, HTTP metrics, the drain gate (503 for new requests once SIGTERM arrived)
     HttpObservability.layer()
   )
@@ -115,7 +136,8 @@ export const services: Layer.Layer<
   | Hub.Hub
   | Egress.DownstreamClient
   | Egress.EgressPolicy
-  | OpenApiImporter,
+  | OpenApiImporter
+  | CredentialLifetime,
   | Egress.InvalidEgressConfig
   | Layer.Error<typeof Security.AdmissionLive>
   | Layer.Error<typeof Security.OAuthLive>
@@ -142,7 +164,9 @@ export const services: Layer.Layer<
   // notifications/cancelled for a call running on another replica
   SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
-  OpenApiImporter.layer
+  OpenApiImporter.layer,
+  // open streams end with their credential (revoked or deleted on any replica, expired)
+  CredentialLifetime.layer
 ).pipe(
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
@@ -205,8 +229,11 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(options.extra ?? Layer.empty),
     Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing())),
     Layer.provideMerge(options.server),
+    // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
     // the event log's writer reports its buffer and flushes as metrics
-    Layer.provideMerge(Layer.provide(options.storage, Instrument.eventLogObserverLayer))
+    Layer.provideMerge(
+      options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
+    )
   )
 
 /** The gateway serving HTTP, given its configuration. */

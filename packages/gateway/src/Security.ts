@@ -13,27 +13,40 @@
  * - The OAuth module fetches issuers' metadata and JWKS with a plain HTTP
  *   client: those URLs come from the operator, not from callers, so they are
  *   not subject to the downstream egress guard.
+ * - With OAuth on, the RFC 9728 metadata is served on every instance: it is
+ *   derived from the configuration (and the virtual servers' names), so any
+ *   replica answers the same document.
  *
  * @since 0.1.0
  */
+import { ConfigCache } from "@janus/storage"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Admission } from "./auth/index.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
-import { OAuthLayer } from "./oauth/index.ts"
+import * as OAuthVariables from "./config/OAuthVariables.ts"
+import { makeProtectedResourceMetadataRoutes, OAuthConfig, OAuthLayer } from "./oauth/index.ts"
 import { Redactor } from "./redaction/index.ts"
 
 /** The OAuth services when enabled; nothing otherwise (admission and the admin API then accept tokens only). */
 export const OAuthLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
   if (!config.OAUTH_ENABLED) return Layer.empty
-  return OAuthLayer({
-    // JanusConfig refuses OAUTH_ENABLED without OAUTH_RESOURCE and OAUTH_ISSUERS
-    resource: Option.getOrThrow(config.OAUTH_RESOURCE),
-    authorizationServers: config.OAUTH_ISSUERS.map((issuer) => ({ issuer })),
-    toolScopes: config.OAUTH_TOOL_SCOPES,
-    adminScopes: config.OAUTH_ADMIN_SCOPES
-  }).pipe(Layer.provide(FetchHttpClient.layer))
+  // JanusConfig refuses OAUTH_ENABLED without OAUTH_RESOURCE and OAUTH_ISSUERS
+  return OAuthLayer(OAuthVariables.options(config)).pipe(Layer.provide(FetchHttpClient.layer))
+}))
+
+/**
+ * The RFC 9728 metadata routes when OAuth is on (the OAuth services are in
+ * context), for `/mcp` and every virtual server that exists.
+ */
+export const ProtectedResourceMetadataLive = Layer.unwrap(Effect.gen(function*() {
+  const oauth = yield* Effect.serviceOption(OAuthConfig)
+  if (Option.isNone(oauth)) return Layer.empty
+  const config = yield* ConfigCache
+  return makeProtectedResourceMetadataRoutes({
+    virtualServerExists: (name) => Effect.map(config.snapshot, (snapshot) => snapshot.virtualServerByName.has(name))
+  }).pipe(Layer.provide(Layer.succeed(OAuthConfig, oauth.value)))
 }))
 
 export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
@@ -43,6 +56,7 @@ export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
     trustedProxies: config.JANUS_TRUSTED_PROXIES,
     ipLimit: { rate: config.RATE_LIMIT_IP, burst: config.RATE_LIMIT_IP_BURST },
     identityLimit: { rate: config.RATE_LIMIT_IDENTITY, burst: config.RATE_LIMIT_IDENTITY_BURST },
+    authFailureLimit: { rate: config.RATE_LIMIT_AUTH_FAILURES / 60, burst: config.RATE_LIMIT_AUTH_FAILURES_BURST },
     redis: Option.match(config.REDIS_URL, {
       onNone: () => undefined,
       onSome: (url) => ({ url: Redacted.value(url), timeout: config.REDIS_TIMEOUT })

@@ -11,6 +11,7 @@ import { Effect, Layer, Option } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { JanusConfig } from "./config/JanusConfig.ts"
+import * as StdioAllowList from "./federation/StdioAllowList.ts"
 
 /** `Notifications` too: cross-replica signals of the gateway's own (e.g. `sessions/SqlCancellations.ts`). */
 export type StorageServices = Storage.Storage | SqlClient.SqlClient | Notifications | MasterKey
@@ -47,4 +48,5 @@ export const StorageLive = Layer.unwrap(Effect.gen(function*() {
         ...ttls
       })
   })
-}))
+  // stdio connections are checked against JANUS_STDIO_COMMANDS (the CLI writes through this storage too)
+})).pipe(Layer.provide(StdioAllowList.layer))

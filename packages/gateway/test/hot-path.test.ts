@@ -3,80 +3,13 @@
  * the concurrency cap, the response cache, cancellation and progress.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { AuditLog, Connections, Endpoints, EventLog } from "@janus/storage"
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
-import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Duration, Effect, Layer, Option } from "effect"
-import { HttpServer } from "effect/http"
-import type { JanusSettings } from "../src/config/JanusConfig.ts"
+import { AuditLog, Endpoints, EventLog } from "@janus/storage"
+import { Duration, Effect, Option } from "effect"
 import { ToolCatalog } from "../src/mcp/index.ts"
-import * as GatewayTesting from "../src/testing.ts"
+import { post } from "./mcp/http-client.ts"
 import * as Downstream from "./support/Downstream.ts"
-
-const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
-
-const seed = Effect.gen(function*() {
-  const downstream = yield* Downstream.Downstream
-  const connection = yield* (yield* Connections).create({
-    kind: "rest",
-    name: "pets",
-    baseUrl: downstream.url,
-    egressAllowList: ["127.0.0.1"],
-    retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 }
-  })
-  const endpoints = yield* Endpoints
-  const schema = { type: "object", properties: { id: { type: "string" }, ms: { type: "number" } } }
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "slow",
-    method: "GET",
-    pathTemplate: "/slow",
-    arguments: { ms: "query" },
-    inputSchema: schema
-  })
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: schema
-  })
-  yield* endpoints.create({
-    connectionId: connection.id,
-    name: "create_pet",
-    method: "POST",
-    pathTemplate: "/pets",
-    inputSchema: schema
-  })
-})
-
-const gateway = (config: Partial<JanusSettings>) =>
-  Layer.effectDiscard(seed).pipe(
-    Layer.provideMerge(GatewayTesting.layer({ config })),
-    Layer.provideMerge(Downstream.layer)
-  )
-
-const v2 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV2({ name: "v2", version: "2" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } })
-      await client.connect(new TransportV2(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
-
-const v1 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV1({ name: "v1", version: "1" })
-      await client.connect(new TransportV1(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
+import { gateway } from "./support/PetsGateway.ts"
+import { mcpUrl, v1, v2 } from "./support/SdkClients.ts"
 
 const settle = (p: Promise<unknown>) => p.then(() => "ok", (e: Error) => e.message)
 
@@ -102,6 +35,31 @@ describe("shedding at MCP_MAX_CONCURRENT_CALLS", () => {
           "ok"
         )
       })))
+
+    it.effect("each tools/call of a JSON-RPC batch (2025-03-26) takes its own permit: the cap sheds the rest", () =>
+      Effect.gen(function*() {
+        const url = (yield* mcpUrl).href
+        const downstream = yield* Downstream.Downstream
+        const before = downstream.hits.get("GET /slow") ?? 0
+        const initialized = yield* post(url, {
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "batcher", version: "1" } }
+        })
+        const session = { "mcp-session-id": initialized.headers.get("mcp-session-id")! }
+        const batch = Array.from({ length: 5 }, (_, i) => ({
+          jsonrpc: "2.0",
+          id: i + 1,
+          method: "tools/call",
+          params: { name: "slow", arguments: { ms: 600 } }
+        }))
+        const reply = yield* post(url, batch, session)
+        const answers = reply.body as ReadonlyArray<{ result?: unknown; error?: { data?: { reason?: string } } }>
+        assert.strictEqual(answers.filter((a) => a.result !== undefined).length, 2)
+        assert.strictEqual(answers.filter((a) => a.error?.data?.reason === "shed").length, 3)
+        assert.strictEqual((downstream.hits.get("GET /slow") ?? 0) - before, 2)
+      }))
   })
 })
 
@@ -129,7 +87,8 @@ describe("audit", () => {
         const records = (yield* audit.query({ limit: 100 })).items
         assert.strictEqual(records.length, 5)
         const byOutcome = (o: string) => records.filter((r) => r.outcome === o).length
-        assert.deepStrictEqual([byOutcome("ok"), byOutcome("shed"), byOutcome("error")], [2, 2, 1])
+        // the unknown tool is the caller's mistake: invalid, not an error of the gateway or downstream
+        assert.deepStrictEqual([byOutcome("ok"), byOutcome("shed"), byOutcome("invalid")], [2, 2, 1])
         const shedRecord = records.find((r) => r.outcome === "shed")!
         assert.strictEqual(shedRecord.identity, "anonymous")
         const okPet = records.find((r) => r.tool === "get_pet" && r.outcome === "ok")!

@@ -5,15 +5,10 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Connections, Endpoints, Secrets } from "@janus/storage"
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
-import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect, Layer, Redacted } from "effect"
-import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../src/testing.ts"
 import * as Downstream from "./support/Downstream.ts"
-
-const mcpUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
+import { v1 as connectV1, v2 as connectV2 } from "./support/SdkClients.ts"
 
 const seed = Effect.gen(function*() {
   const downstream = yield* Downstream.Downstream
@@ -64,28 +59,6 @@ const TestLayer = Layer.effectDiscard(seed).pipe(
   Layer.provideMerge(Downstream.layer)
 )
 
-const connectV1 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV1({ name: "v1", version: "1.0.0" })
-      await client.connect(new TransportV1(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
-
-const connectV2 = Effect.acquireRelease(
-  Effect.flatMap(mcpUrl, (url) =>
-    Effect.promise(async () => {
-      const client = new ClientV2({ name: "v2", version: "2.0.0" }, {
-        versionNegotiation: { mode: { pin: "2026-07-28" } }
-      })
-      await client.connect(new TransportV2(url))
-      return client
-    })),
-  (client) => Effect.promise(() => client.close())
-)
-
 layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("tools/call through the gateway", (it) => {
   it.effect("SDK v1 (2025 revisions) lists the endpoints as tools and calls one", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -126,16 +99,16 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("tools/call thr
       assert.notInclude(JSON.stringify(result), "s3cr3t")
     })))
 
-  it.effect("an unknown tool and a missing path argument are invalid params", () =>
+  it.effect("an unknown tool is invalid params; a missing argument is a tool error naming it", () =>
     Effect.scoped(Effect.gen(function*() {
       const client = yield* connectV1
       const unknown = yield* Effect.promise(() =>
         client.callTool({ name: "nope", arguments: {} }).then(() => "resolved", (e: Error) => e.message)
       )
       assert.include(unknown, "Unknown tool 'nope'")
-      const missing = yield* Effect.promise(() =>
-        client.callTool({ name: "get_pet", arguments: {} }).then(() => "resolved", (e: Error) => e.message)
-      )
-      assert.include(missing, "\"id\" is required")
+      // an input validation error is a tool execution error (MCP 2025-11-25): the model reads it and corrects
+      const missing = yield* Effect.promise(() => client.callTool({ name: "get_pet", arguments: {} }))
+      assert.isTrue(missing.isError)
+      assert.include((missing.content as Array<{ text: string }>)[0]!.text, "arguments.id is required")
     })))
 })

@@ -60,6 +60,8 @@ export const AuditOutcome = Schema.Literals([
   "ok",
   "error",
   "denied",
+  /** The arguments did not fit the tool's input schema (or what HTTP can carry): the caller's mistake. */
+  "invalid",
   "rate_limited",
   "shed",
   "breaker_open",

@@ -9,6 +9,15 @@
  *   may also use OAuth client credentials (`auth.tokenUrl` an http(s) URL,
  *   the client secret a secret's name). An mcp
  *   connection's `toolPrefix` (null: `<name>/`, `""`: none) is stored as is.
+ * - An mcp connection over `streamable-http` or `sse` needs `url` and takes
+ *   no `command`, `args`, `env` or `cwd`; one over `stdio` needs `command`
+ *   and takes no `url`. The command is a bare executable name (looked up on
+ *   the gateway's PATH) or an absolute path, and must be allowed by
+ *   `StdioAllowList` (the gateway's `JANUS_STDIO_COMMANDS`, nothing by
+ *   default), else `InvalidInput` on `command` naming it; `cwd` is an
+ *   absolute path; `env` names the dynamic loader's variables (`LD_*`,
+ *   `DYLD_*`) are refused; env values are text or `{ secret }` (a secret's
+ *   name, never its value).
  * - `update` replaces the connection and needs the `version` that was read;
  *   a stale one fails with `VersionConflict` and changes nothing. The kind of
  *   a connection cannot change (its endpoints depend on it).
@@ -29,10 +38,15 @@ import {
   type Connection,
   type ConnectionAuth,
   ConnectionInput,
+  defaultPollIntervalMs,
+  EnvNamePattern,
   McpConnection,
   type McpConnectionAuth,
+  McpConnectionInput,
+  RefusedEnvPattern,
   RestConnection,
-  RetryPolicy
+  RetryPolicy,
+  type StdioCommand
 } from "./Domain.ts"
 import {
   type DuplicateName,
@@ -46,6 +60,21 @@ import { duplicateName, json, storageError, toDate, toNumber } from "./internal/
 import { checkHttpUrl, checkVersion, decodeInput } from "./Validation.ts"
 
 export type ConnectionWriteError = InvalidInput | InvalidUrl | DuplicateName | StorageError
+
+/**
+ * Which programs stdio upstreams may run, provided by the gateway from
+ * `JANUS_STDIO_COMMANDS`; by default none.
+ */
+export const StdioAllowList = Context.Reference<{
+  readonly allows: (command: string) => boolean
+  /** What an allowed command is, for the error that refuses another. */
+  readonly expected: string
+}>("@janus/storage/StdioAllowList", {
+  defaultValue: () => ({
+    allows: () => false,
+    expected: "a command allowed by JANUS_STDIO_COMMANDS, which allows none (stdio upstreams are off)"
+  })
+})
 
 export class Connections extends Context.Service<Connections, {
   readonly list: Effect.Effect<ReadonlyArray<Connection>, StorageError>
@@ -67,15 +96,78 @@ export class Connections extends Context.Service<Connections, {
       const sql = yield* SqlClient.SqlClient
       const feed = yield* ChangeFeed
       const decode = decodeInput("connection", ConnectionInput)
+      const stdioAllowList = yield* StdioAllowList
+
+      const invalid = (field: string, value: unknown, expected: string) =>
+        new InvalidInput({
+          entity: "connection",
+          field,
+          ...(value === undefined ? {} : { value: JSON.stringify(value).slice(0, 100) }),
+          expected
+        })
 
       const validate = Effect.fnUntraced(function*(raw: ConnectionInput) {
         const input = yield* decode(raw)
         if (input.kind === "rest") yield* checkHttpUrl("connection", "baseUrl", input.baseUrl)
-        else yield* checkHttpUrl("connection", "url", input.url)
+        else if (input.transport === "stdio") yield* checkStdio(input)
+        else {
+          if (input.url === undefined) {
+            return yield* invalid("url", undefined, `the upstream's URL (transport ${input.transport})`)
+          }
+          yield* checkHttpUrl("connection", "url", input.url)
+          for (const field of ["command", "cwd"] as const) {
+            if (input[field] !== undefined && input[field] !== null) {
+              return yield* invalid(field, input[field], `nothing: only transport "stdio" runs a command`)
+            }
+          }
+          if (input.args.length > 0 || Object.keys(input.env).length > 0) {
+            return yield* invalid(
+              input.args.length > 0 ? "args" : "env",
+              undefined,
+              `nothing: only transport "stdio" runs a command`
+            )
+          }
+        }
         if (input.auth.scheme === "oauth-client-credentials") {
           yield* checkHttpUrl("connection", "auth.tokenUrl", input.auth.tokenUrl)
         }
         return input
+      })
+
+      const checkStdio = Effect.fnUntraced(function*(input: typeof McpConnectionInput.Type) {
+        if (input.url !== undefined) {
+          return yield* invalid("url", input.url, `nothing for transport "stdio" (the program is given by command)`)
+        }
+        const command = input.command
+        if (command === undefined) {
+          return yield* invalid("command", undefined, `the program to run (transport "stdio")`)
+        }
+        if (command.includes("/") && !command.startsWith("/")) {
+          return yield* invalid("command", command, "an executable name (looked up on PATH) or an absolute path")
+        }
+        if (!stdioAllowList.allows(command)) return yield* invalid("command", command, stdioAllowList.expected)
+        if (input.cwd !== null && !input.cwd.startsWith("/")) {
+          return yield* invalid("cwd", input.cwd, "an absolute directory path, or null")
+        }
+        for (const name of Object.keys(input.env)) {
+          if (!EnvNamePattern.test(name)) {
+            return yield* invalid(`env`, name, "variable names of letters, digits and _, not starting with a digit")
+          }
+          if (RefusedEnvPattern.test(name)) {
+            return yield* invalid(
+              `env.${name}`,
+              undefined,
+              "a variable other than the dynamic loader's (LD_*, DYLD_*), which would let any allowed program load other code"
+            )
+          }
+        }
+        if (input.auth.scheme !== "none") {
+          return yield* invalid(
+            "auth.scheme",
+            input.auth.scheme,
+            `"none" for transport "stdio" (give credentials to the program through env with { "secret": name })`
+          )
+        }
       })
 
       const columns = (input: typeof ConnectionInput.Type) => {
@@ -85,9 +177,13 @@ export class Connections extends Context.Service<Connections, {
           kind: input.kind,
           description: input.description,
           base_url: input.kind === "rest" ? input.baseUrl : null,
-          url: input.kind === "mcp" ? input.url : null,
+          url: input.kind === "mcp" ? input.url ?? null : null,
           transport: input.kind === "mcp" ? input.transport : null,
           tool_prefix: input.kind === "mcp" ? input.toolPrefix : null,
+          poll_interval_ms: input.kind === "mcp" ? input.pollIntervalMs : null,
+          stdio: input.kind === "mcp" && input.transport === "stdio"
+            ? json({ command: input.command, args: input.args, env: input.env, cwd: input.cwd })
+            : null,
           ...auth,
           timeout_ms: input.timeoutMs,
           retry_policy: input.kind === "rest" ? json(input.retry) : null,
@@ -118,11 +214,11 @@ export class Connections extends Context.Service<Connections, {
           const rows = yield* sql<ConnectionRow>`
             INSERT INTO connections (id, name, kind, description, base_url, url, transport, auth_scheme, auth_header,
               auth_username, secret_ref, timeout_ms, retry_policy, breaker_policy, egress_allow, tool_prefix,
-              auth_oauth)
+              auth_oauth, poll_interval_ms, stdio)
             VALUES (${id}, ${c.name}, ${c.kind}, ${c.description}, ${c.base_url}, ${c.url}, ${c.transport},
               ${c.auth_scheme}, ${c.auth_header}, ${c.auth_username}, ${c.secret_ref}, ${c.timeout_ms},
               ${c.retry_policy}::jsonb, ${c.breaker_policy}::jsonb, ${c.egress_allow}::text[], ${c.tool_prefix},
-              ${c.auth_oauth}::jsonb)
+              ${c.auth_oauth}::jsonb, ${c.poll_interval_ms}, ${c.stdio}::jsonb)
             RETURNING *`
           yield* feed.publish({ kind: "connection", ids: [id] })
           return rows
@@ -153,6 +249,7 @@ export class Connections extends Context.Service<Connections, {
               timeout_ms = ${c.timeout_ms}, retry_policy = ${c.retry_policy}::jsonb,
               breaker_policy = ${c.breaker_policy}::jsonb, egress_allow = ${c.egress_allow}::text[],
               tool_prefix = ${c.tool_prefix}, auth_oauth = ${c.auth_oauth}::jsonb,
+              poll_interval_ms = ${c.poll_interval_ms}, stdio = ${c.stdio}::jsonb,
               version = version + 1, updated_at = now()
             WHERE id = ${id} AND version = ${version}
             RETURNING *`
@@ -214,8 +311,10 @@ interface ConnectionRow {
   readonly description: string
   readonly base_url: string | null
   readonly url: string | null
-  readonly transport: "streamable-http" | "sse" | null
+  readonly transport: "streamable-http" | "sse" | "stdio" | null
   readonly tool_prefix?: string | null
+  readonly poll_interval_ms?: number | null
+  readonly stdio?: unknown
   readonly auth_scheme: McpConnectionAuth["scheme"]
   readonly auth_oauth?: unknown
   readonly auth_header: string | null
@@ -295,9 +394,13 @@ export const fromRow = (row: ConnectionRow): Connection => {
       kind: "mcp",
       ...common,
       auth: authFromRow(row),
-      url: row.url!,
+      url: row.url,
       transport: row.transport!,
-      toolPrefix: row.tool_prefix ?? null
+      stdio: row.stdio === null || row.stdio === undefined
+        ? null
+        : (typeof row.stdio === "string" ? JSON.parse(row.stdio) : row.stdio) as StdioCommand,
+      toolPrefix: row.tool_prefix ?? null,
+      pollIntervalMs: toNumber(row.poll_interval_ms ?? defaultPollIntervalMs)
     })
 }
 

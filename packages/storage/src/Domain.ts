@@ -112,8 +112,61 @@ const ToolPrefix = Schema.NullOr(
   )
 )
 
-export const McpTransport = Schema.Literals(["streamable-http", "sse"])
+/** How Janus reaches an upstream MCP server: Streamable HTTP, the deprecated HTTP+SSE, or a program it spawns. */
+export const McpTransport = Schema.Literals(["streamable-http", "sse", "stdio"])
 export type McpTransport = typeof McpTransport.Type
+
+/** Environment variable names of a stdio upstream (POSIX portable names). */
+export const EnvNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+/**
+ * Variables that change which code an allowed program loads (the dynamic
+ * loader's), refused in a stdio upstream's `env`: the command allow-list
+ * (`JANUS_STDIO_COMMANDS`) would mean nothing with them.
+ */
+export const RefusedEnvPattern = /^(LD_|DYLD_)/
+
+/** Text a program can take: no NUL (the OS cannot pass it) and no lone surrogate (not UTF-8). */
+const ProgramText = (max: number) =>
+  Schema.String.check(
+    Schema.isPattern(
+      /^(?:[^\0\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/,
+      expected("text without NUL characters or lone surrogates")
+    ),
+    Schema.isMaxLength(max, expected(`at most ${max} characters`))
+  )
+
+/** The value of an environment variable: text, or `{ secret }`, the name of a secret whose value is given. */
+export const StdioEnvValue = Schema.Union([
+  ProgramText(32_768),
+  Schema.Struct({ secret: SecretName })
+])
+export type StdioEnvValue = typeof StdioEnvValue.Type
+
+/**
+ * The program of a `transport: "stdio"` upstream: the executable (a name
+ * looked up on the gateway's PATH, or an absolute path), its arguments, its
+ * environment (besides a minimal one: PATH, HOME, ...) and working directory.
+ */
+export const StdioCommand = Schema.Struct({
+  command: Schema.String.check(
+    Schema.isPattern(/^[^\s\p{Cc}][^\p{Cc}]{0,1023}$/u, expected("an executable name or path (1..1024 characters)"))
+  ),
+  args: Schema.Array(ProgramText(32_768)).check(Schema.isMaxLength(256, expected("at most 256 arguments"))),
+  /** Names match `EnvNamePattern` (checked by `Connections`: a record drops keys its key schema refuses). */
+  env: Schema.Record(Schema.String, StdioEnvValue),
+  cwd: Schema.NullOr(ProgramText(4096))
+})
+export type StdioCommand = typeof StdioCommand.Type
+
+/**
+ * How often an upstream's lists are fetched again when it offers no working
+ * change channel (`subscriptions/listen`, the 2025 GET stream): 1 s .. 1 day.
+ */
+const PollIntervalMs = Schema.Int.check(
+  Schema.isBetween({ minimum: 1_000, maximum: 86_400_000 }, expected("1000..86400000 ms"))
+)
+/** The default poll interval: 30 s. */
+export const defaultPollIntervalMs = 30_000
 
 const connectionCommon = {
   id: Schema.String,
@@ -141,10 +194,15 @@ export class McpConnection extends Schema.Class<McpConnection>("@janus/storage/M
   kind: Schema.Literal("mcp"),
   ...connectionCommon,
   auth: McpConnectionAuth,
-  url: Schema.String,
+  /** The MCP endpoint (`streamable-http`) or SSE endpoint (`sse`); null for `stdio`. */
+  url: Schema.NullOr(Schema.String),
   transport: McpTransport,
+  /** The program (`stdio` only). */
+  stdio: Schema.NullOr(StdioCommand),
   /** In front of every tool name; null: `<connection name>/`, `""`: none. */
-  toolPrefix: Schema.NullOr(Schema.String)
+  toolPrefix: Schema.NullOr(Schema.String),
+  /** How often lists are fetched again while no change channel works. */
+  pollIntervalMs: Schema.Int
 }) {}
 
 export const Connection = Schema.Union([RestConnection, McpConnection])
@@ -169,9 +227,16 @@ export const McpConnectionInput = Schema.Struct({
   kind: Schema.Literal("mcp"),
   ...inputCommon,
   auth: McpConnectionAuth.pipe(Schema.withDecodingDefaultKey(succeed({ scheme: "none" as const }))),
-  url: Schema.String,
+  /** Required unless `transport` is `stdio`. */
+  url: Schema.optionalKey(Schema.String),
   transport: McpTransport.pipe(Schema.withDecodingDefaultKey(succeed("streamable-http" as const))),
-  toolPrefix: ToolPrefix.pipe(Schema.withDecodingDefaultKey(succeed(null)))
+  /** `transport: "stdio"` only (and required there): the program; `args` and `env` default to none. */
+  command: Schema.optionalKey(StdioCommand.fields.command),
+  args: StdioCommand.fields.args.pipe(Schema.withDecodingDefaultKey(succeed([]))),
+  env: StdioCommand.fields.env.pipe(Schema.withDecodingDefaultKey(succeed({}))),
+  cwd: StdioCommand.fields.cwd.pipe(Schema.withDecodingDefaultKey(succeed(null))),
+  toolPrefix: ToolPrefix.pipe(Schema.withDecodingDefaultKey(succeed(null))),
+  pollIntervalMs: PollIntervalMs.pipe(Schema.withDecodingDefaultKey(succeed(defaultPollIntervalMs)))
 })
 /** What `Connections.create` takes (and `update`, with the current `version`). */
 export const ConnectionInput = Schema.Union([RestConnectionInput, McpConnectionInput])
@@ -202,6 +267,11 @@ export class Endpoint extends Schema.Class<Endpoint>("@janus/storage/Endpoint")(
   pathTemplate: Schema.String,
   arguments: Schema.Record(Schema.String, ArgumentLocation),
   inputSchema: JsonSchemaObject,
+  /**
+   * The JSON Schema (type "object") of the tool's `structuredContent`, listed
+   * in tools/list; a response that does not conform makes the call an error.
+   */
+  outputSchema: Schema.optional(JsonSchemaObject),
   idempotent: Schema.Boolean,
   version: Schema.Int,
   createdAt: Schema.Date,
@@ -220,6 +290,8 @@ export const EndpointInput = Schema.Struct({
   pathTemplate: Schema.String.check(Schema.isMaxLength(2048, expected("at most 2048 characters"))),
   arguments: Schema.Record(Schema.String, ArgumentLocation).pipe(Schema.withDecodingDefaultKey(succeed({}))),
   inputSchema: JsonSchemaObject,
+  /** Absent or null: the tool declares no output schema. */
+  outputSchema: Schema.optionalKey(Schema.NullOr(JsonSchemaObject)),
   idempotent: Schema.optionalKey(Schema.Boolean)
 })
 export type EndpointInput = typeof EndpointInput.Encoded

@@ -5,7 +5,8 @@
  *
  * - Input is decoded (`EndpointInput`), then: the name is a tool name
  *   (`InvalidToolName`) and unique (`DuplicateName`); the input schema is a
- *   JSON Schema object of type "object" that compiles (`InvalidInputSchema`);
+ *   JSON Schema object of type "object" that compiles (`InvalidInputSchema`),
+ *   and so is the output schema when one is given;
  *   every `{param}` of the path template is a `"path"` argument
  *   (`UndeclaredPathParam`) and every argument is a schema property; the
  *   connection exists (`UnknownReference`) and is a rest connection.
@@ -74,8 +75,10 @@ export class Endpoints extends Context.Service<Endpoints, {
         const input = yield* decodeInput(entity, EndpointInput)(raw)
         yield* checkToolName(input.name)
         yield* checkInputSchema(input.name, input.inputSchema)
+        const outputSchema = input.outputSchema ?? null
+        if (outputSchema !== null) yield* checkInputSchema(input.name, outputSchema, "outputSchema")
         yield* checkEndpointShape(input)
-        return { ...input, idempotent: input.idempotent ?? idempotentMethods.has(input.method) }
+        return { ...input, outputSchema, idempotent: input.idempotent ?? idempotentMethods.has(input.method) }
       })
       type Valid = Effect.Success<ReturnType<typeof validate>>
 
@@ -105,10 +108,10 @@ export class Endpoints extends Context.Service<Endpoints, {
       const insert = (input: Valid) =>
         sql<EndpointRow>`
           INSERT INTO endpoints (id, connection_id, name, description, method, path_template, arguments,
-            input_schema, idempotent)
+            input_schema, output_schema, idempotent)
           VALUES (${randomUUID()}, ${input.connectionId}, ${input.name}, ${input.description}, ${input.method},
             ${input.pathTemplate}, ${json(input.arguments)}::jsonb, ${json(input.inputSchema)}::jsonb,
-            ${input.idempotent})
+            ${input.outputSchema === null ? null : json(input.outputSchema)}::jsonb, ${input.idempotent})
           RETURNING *`
 
       const serversWith = (endpointIds: ReadonlyArray<string>) =>
@@ -156,6 +159,7 @@ export class Endpoints extends Context.Service<Endpoints, {
             UPDATE endpoints SET connection_id = ${input.connectionId}, name = ${input.name},
               description = ${input.description}, method = ${input.method}, path_template = ${input.pathTemplate},
               arguments = ${json(input.arguments)}::jsonb, input_schema = ${json(input.inputSchema)}::jsonb,
+              output_schema = ${input.outputSchema === null ? null : json(input.outputSchema)}::jsonb,
               idempotent = ${input.idempotent}, version = version + 1, updated_at = now()
             WHERE id = ${id} AND version = ${version}
             RETURNING *`
@@ -227,6 +231,7 @@ export interface EndpointRow {
   readonly path_template: string
   readonly arguments: Endpoint["arguments"]
   readonly input_schema: Endpoint["inputSchema"]
+  readonly output_schema: NonNullable<Endpoint["outputSchema"]> | null
   readonly idempotent: boolean
   readonly version: number | bigint
   readonly created_at: Date
@@ -243,6 +248,7 @@ export const fromRow = (row: EndpointRow): Endpoint =>
     pathTemplate: row.path_template,
     arguments: row.arguments,
     inputSchema: row.input_schema,
+    ...(row.output_schema === null || row.output_schema === undefined ? {} : { outputSchema: row.output_schema }),
     idempotent: row.idempotent,
     version: toNumber(row.version),
     createdAt: toDate(row.created_at),

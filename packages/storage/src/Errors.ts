@@ -64,13 +64,15 @@ export class InvalidUrl extends Schema.TaggedError<InvalidUrl>()("InvalidUrl", {
   }
 }
 
-/** An endpoint's input_schema is not a JSON Schema object of type "object", or does not compile. */
+/** An endpoint's input (or output) schema is not a JSON Schema object of type "object", or does not compile. */
 export class InvalidInputSchema extends Schema.TaggedError<InvalidInputSchema>()("InvalidInputSchema", {
   tool: Schema.String,
-  reason: Schema.String
+  reason: Schema.String,
+  /** Which schema of the endpoint; absent means `inputSchema`. */
+  field: Schema.optional(Schema.Literals(["inputSchema", "outputSchema"]))
 }) {
   override get message(): string {
-    return `invalid input_schema for tool ${JSON.stringify(this.tool)}: ${this.reason}; ` +
+    return `invalid ${this.field ?? "inputSchema"} for tool ${JSON.stringify(this.tool)}: ${this.reason}; ` +
       `expected a JSON Schema object with "type": "object"`
   }
 }

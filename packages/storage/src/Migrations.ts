@@ -213,6 +213,31 @@ export const migrations = {
     `ALTER TABLE connections ADD CONSTRAINT connections_auth_scheme_check
       CHECK (auth_scheme IN ('none', 'bearer', 'header', 'basic', 'oauth-client-credentials')
         AND (auth_scheme <> 'oauth-client-credentials' OR (kind = 'mcp' AND auth_oauth IS NOT NULL)))`
+  ),
+  // `invalid`: a call whose arguments do not fit the tool's input schema (the caller's mistake, not an error).
+  // A REST endpoint may declare the JSON Schema of its structured result (null: none).
+  "0007_invalid_outcome_output_schema": statements(
+    `ALTER TABLE audit_records DROP CONSTRAINT audit_records_outcome_check`,
+    `ALTER TABLE audit_records ADD CONSTRAINT audit_records_outcome_check
+      CHECK (outcome IN ('ok', 'error', 'denied', 'invalid', 'rate_limited', 'shed', 'breaker_open', 'timeout'))`,
+    `ALTER TABLE endpoints ADD COLUMN output_schema jsonb`
+  ),
+  // How often an upstream's lists are fetched again while it offers no working change channel (null: rest).
+  // stdio upstreams: the program ({ command, args, env, cwd } as JSON; env values are text or { secret }),
+  // and no URL.
+  "0008_upstream_poll_interval_stdio": statements(
+    `ALTER TABLE connections ADD COLUMN poll_interval_ms integer
+      CHECK (poll_interval_ms IS NULL OR (kind = 'mcp' AND poll_interval_ms BETWEEN 1000 AND 86400000))`,
+    `UPDATE connections SET poll_interval_ms = 30000 WHERE kind = 'mcp'`,
+    `ALTER TABLE connections ADD COLUMN stdio jsonb`,
+    `ALTER TABLE connections DROP CONSTRAINT connections_transport_check`,
+    `ALTER TABLE connections ADD CONSTRAINT connections_transport_check
+      CHECK (transport IN ('streamable-http', 'sse', 'stdio'))`,
+    `ALTER TABLE connections DROP CONSTRAINT connections_check`,
+    `ALTER TABLE connections ADD CONSTRAINT connections_kind_fields_check
+      CHECK ((kind = 'rest' AND base_url IS NOT NULL AND retry_policy IS NOT NULL)
+          OR (kind = 'mcp' AND transport = 'stdio' AND stdio IS NOT NULL AND url IS NULL)
+          OR (kind = 'mcp' AND transport IN ('streamable-http', 'sse') AND url IS NOT NULL AND stdio IS NULL))`
   )
 } as const
 

@@ -19,9 +19,9 @@
  * - A path template starts with `/`; each `{param}` in it is declared in the
  *   argument map as `"path"`, and each `"path"` argument appears in it.
  * - Every argument in the argument map is a property of the input schema.
- * - An input schema is a JSON Schema object with `"type": "object"` that Ajv
- *   accepts (draft 2020-12 by default, draft-07 when `$schema` says so) and
- *   compiles. Ajv is loaded on the first such check, not at start-up (it is
+ * - An input schema, and an output schema when one is given, is a JSON
+ *   Schema object with `"type": "object"` that Ajv accepts (draft 2020-12 by
+ *   default, draft-07 when `$schema` says so) and compiles. Ajv is loaded on the first such check, not at start-up (it is
  *   about 90 modules).
  *
  * @since 0.1.0
@@ -250,21 +250,30 @@ const makeAjv = (draft: "2020-12" | "draft-07") =>
 
 const schemaDrafts: Record<string, "2020-12" | "draft-07"> = {
   "https://json-schema.org/draft/2020-12/schema": "2020-12",
+  "https://json-schema.org/draft/2020-12/schema#": "2020-12",
   "http://json-schema.org/draft-07/schema": "draft-07",
   "http://json-schema.org/draft-07/schema#": "draft-07"
+}
+
+/** The JSON Schema draft a schema declares in `$schema` (2020-12 when it declares none); undefined when unsupported. */
+export const schemaDraft = (schema: JsonSchemaObject): "2020-12" | "draft-07" | undefined => {
+  const declared = schema.$schema
+  return declared === undefined ? "2020-12" : typeof declared === "string" ? schemaDrafts[declared] : undefined
 }
 
 /** A JSON Schema object with `"type": "object"` that Ajv accepts and compiles. */
 export const checkInputSchema = (
   tool: string,
-  schema: JsonSchemaObject
+  schema: JsonSchemaObject,
+  field: "inputSchema" | "outputSchema" = "inputSchema"
 ): Effect.Effect<JsonSchemaObject, InvalidInputSchema> => {
-  const fail = (reason: string) => Effect.fail(new InvalidInputSchema({ tool, reason }))
+  const fail = (reason: string) =>
+    Effect.fail(new InvalidInputSchema(field === "inputSchema" ? { tool, reason } : { tool, reason, field }))
   if (schema.type !== "object") {
     return fail(`"type" is ${JSON.stringify(schema.type) ?? "missing"}`)
   }
   const declared = schema.$schema
-  const draft = declared === undefined ? "2020-12" : typeof declared === "string" ? schemaDrafts[declared] : undefined
+  const draft = schemaDraft(schema)
   if (draft === undefined) {
     return fail(`unsupported $schema ${JSON.stringify(declared)} (supported: 2020-12, draft-07)`)
   }

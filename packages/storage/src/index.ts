@@ -34,7 +34,7 @@ export * as Storage from "./Storage.ts"
 // Repositories
 export { AdminTokens, type CreatedAdminToken } from "./AdminTokens.ts"
 export { ClientTokens, type ClientTokenWriteError, type CreatedClientToken } from "./ClientTokens.ts"
-export { Connections, type ConnectionWriteError } from "./Connections.ts"
+export { Connections, type ConnectionWriteError, StdioAllowList } from "./Connections.ts"
 export { Endpoints, type EndpointWriteError } from "./Endpoints.ts"
 export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
 export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"

@@ -18,6 +18,7 @@ import {
   SecretBox,
   SecretCache,
   Secrets,
+  StdioAllowList,
   Storage,
   StorageHealth,
   TokenCache,
@@ -45,8 +46,8 @@ for (const backend of backends) {
           const again = yield* Migrations.run
           assert.deepStrictEqual(again, [])
           const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM janus_migrations ORDER BY 1`
-          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5, 6])
-          assert.strictEqual(Migrations.latestId, 6)
+          assert.deepStrictEqual(rows.map((r) => Number(r.id)), [1, 2, 3, 4, 5, 6, 7, 8])
+          assert.strictEqual(Migrations.latestId, 8)
           yield* (yield* StorageHealth).check
         }))
 
@@ -151,6 +152,93 @@ for (const backend of backends) {
           yield* expectFailure(connections.delete(mcp.id), "NotFound")
         }))
 
+      it.effect("mcp connections: poll interval, and stdio programs only when the allow-list admits them", () =>
+        Effect.gen(function*() {
+          const connections = yield* Connections
+          const http = yield* connections.create({
+            kind: "mcp",
+            name: unique("up"),
+            url: "https://mcp.example.com/mcp"
+          })
+          assert.strictEqual(http.kind === "mcp" ? http.pollIntervalMs : undefined, 30_000)
+          assert.isNull(http.kind === "mcp" ? http.stdio : undefined)
+          const polled = yield* connections.update(http.id, 1, {
+            kind: "mcp",
+            name: http.name,
+            url: "https://mcp.example.com/mcp",
+            pollIntervalMs: 2_000
+          })
+          assert.strictEqual(polled.kind === "mcp" ? polled.pollIntervalMs : undefined, 2_000)
+          for (const pollIntervalMs of [999, 86_400_001, 1.5]) {
+            const refused = yield* expectFailure(
+              connections.update(http.id, 2, {
+                kind: "mcp",
+                name: http.name,
+                url: "https://mcp.example.com/mcp",
+                pollIntervalMs
+              }),
+              "InvalidInput"
+            )
+            assert.strictEqual(refused.field, "pollIntervalMs")
+          }
+          // an http upstream runs no command; a stdio one has no URL
+          const noCommand = yield* expectFailure(
+            connections.create({ kind: "mcp", name: unique("up"), url: "https://mcp.example.com", command: "npx" }),
+            "InvalidInput"
+          )
+          assert.strictEqual(noCommand.field, "command")
+          const stdio = { kind: "mcp", transport: "stdio", name: unique("local"), command: "npx" } as const
+          // nothing is allowed by default: the error names the variable
+          const off = yield* expectFailure(connections.create(stdio), "InvalidInput")
+          assert.strictEqual(off.field, "command")
+          assert.include(off.message, "JANUS_STDIO_COMMANDS")
+
+          const allowing = Effect.provideService(StdioAllowList, {
+            allows: (command) => command === "npx" || command === "/usr/bin/env",
+            expected: "npx or /usr/bin/env (JANUS_STDIO_COMMANDS)"
+          })
+          yield* Effect.gen(function*() {
+            const allowed = yield* Connections
+            const created = yield* allowed.create({
+              ...stdio,
+              args: ["-y", "some-server"],
+              env: { API_KEY: { secret: "api-key" }, MODE: "fast" },
+              cwd: "/tmp"
+            })
+            assert.strictEqual(created.kind === "mcp" ? created.transport : undefined, "stdio")
+            assert.isNull(created.kind === "mcp" ? created.url : undefined)
+            assert.deepStrictEqual(created.kind === "mcp" ? created.stdio : undefined, {
+              command: "npx",
+              args: ["-y", "some-server"],
+              env: { API_KEY: { secret: "api-key" }, MODE: "fast" },
+              cwd: "/tmp"
+            })
+            assert.deepStrictEqual(yield* allowed.get(created.id), created)
+            const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+              [{ command: "python3" }, "command"],
+              [{ command: "./bin/server" }, "command"],
+              [{ url: "https://mcp.example.com" }, "url"],
+              [{ cwd: "relative/dir" }, "cwd"],
+              [{ env: { LD_PRELOAD: "/tmp/x.so" } }, "env.LD_PRELOAD"],
+              [{ env: { "BAD NAME": "x" } }, "env"],
+              [{ args: ["a\u0000b"] }, "args.0"],
+              [{ args: ["\uD800"] }, "args.0"],
+              [{ env: { X: "\u0000" } }, "env.X"],
+              [{ auth: { scheme: "bearer", secret: "s" } }, "auth.scheme"],
+              [{ command: undefined }, "command"]
+            ]
+            for (const [change, field] of cases) {
+              const refused = yield* expectFailure(
+                allowed.create({ ...stdio, name: unique("bad"), ...change } as never),
+                "InvalidInput"
+              )
+              assert.isTrue(refused.field.startsWith(field), `${JSON.stringify(change)}: ${refused.message}`)
+            }
+            yield* allowed.delete(created.id)
+          }).pipe(Effect.provide(Connections.layer), allowing)
+          yield* connections.delete(http.id)
+        }))
+
       it.effect("connections: a stale version is a VersionConflict and changes nothing", () =>
         Effect.gen(function*() {
           const connections = yield* Connections
@@ -253,6 +341,7 @@ for (const backend of backends) {
           assert.strictEqual(created.idempotent, true)
           assert.deepStrictEqual(created.arguments, { id: "path", verbose: "query" })
           assert.strictEqual(created.inputSchema.type, "object")
+          assert.isUndefined(created.outputSchema)
 
           const post = yield* endpoints.create(endpointInput(connection.id, unique("create_user"), { method: "POST" }))
           assert.strictEqual(post.idempotent, false)
@@ -270,7 +359,19 @@ for (const backend of backends) {
           assert.strictEqual(updated.version, 2)
           assert.strictEqual(updated.description, "Fetch a user")
           assert.strictEqual(updated.idempotent, false)
+          // an output schema is kept as given, and dropped with null
+          const outputSchema = { type: "object", properties: { id: { type: "string" } }, required: ["id"] }
+          const typed = yield* endpoints.update(created.id, 2, endpointInput(connection.id, name, { outputSchema }))
+          assert.deepStrictEqual(typed.outputSchema, outputSchema)
+          assert.deepStrictEqual((yield* endpoints.get(created.id)).outputSchema, outputSchema)
+          const untyped = yield* endpoints.update(
+            created.id,
+            3,
+            endpointInput(connection.id, name, { outputSchema: null })
+          )
+          assert.isUndefined(untyped.outputSchema)
           yield* expectFailure(endpoints.update(created.id, 1, endpointInput(connection.id, name)), "VersionConflict")
+          assert.strictEqual(untyped.version, 4)
 
           yield* endpoints.delete(post.id)
           yield* expectFailure(endpoints.get(post.id), "NotFound")
@@ -306,6 +407,12 @@ for (const backend of backends) {
             "InvalidInputSchema"
           )
           assert.include(broken.reason, "type")
+          const output = yield* expectFailure(
+            endpoints.create(endpointInput(rest.id, unique("t"), { outputSchema: { type: "array" } })),
+            "InvalidInputSchema"
+          )
+          assert.strictEqual(output.field, "outputSchema")
+          assert.include(output.message, "invalid outputSchema")
           yield* expectFailure(
             endpoints.create(endpointInput(rest.id, unique("t"), {
               arguments: { id: "path" },

@@ -46,10 +46,15 @@ export const endpointDraftOf = (ep: any): EndpointDraft => ({
  * The body for `d` (throws a `SyntaxError` on invalid JSON text). When
  * editing `original`, an `idempotent` that differs from its method's default
  * was chosen on purpose and is kept; one that was the default is left out,
- * so it follows the (possibly new) method.
+ * so it follows the (possibly new) method. Its `outputSchema` (which this
+ * form does not edit) is kept: a PUT without it would drop it.
  */
-export const endpointBody = (d: EndpointDraft, original?: { method: string; idempotent: boolean }) => {
+export const endpointBody = (
+  d: EndpointDraft,
+  original?: { method: string; idempotent: boolean; outputSchema?: unknown }
+) => {
   const keep = original !== undefined && original.idempotent !== idempotentMethods.has(original.method)
+  const outputSchema = original?.outputSchema
   return {
     connectionId: d.connectionId,
     name: d.name,
@@ -58,6 +63,7 @@ export const endpointBody = (d: EndpointDraft, original?: { method: string; idem
     pathTemplate: d.pathTemplate,
     inputSchema: JSON.parse(d.schema),
     arguments: JSON.parse(d.args),
+    ...(outputSchema === undefined || outputSchema === null ? {} : { outputSchema }),
     ...(keep ? { idempotent: original.idempotent } : {})
   }
 }

@@ -37,6 +37,14 @@ describe("endpoint drafts", () => {
     expect(endpointBody(endpointDraftOf(endpoint))).not.toHaveProperty("idempotent")
   })
 
+  it("keeps the output schema it does not edit", () => {
+    const typed = { ...endpoint, outputSchema: { type: "object", properties: { id: { type: "string" } } } }
+    expect(endpointBody(endpointDraftOf(typed), typed).outputSchema).toEqual(typed.outputSchema)
+    expect(endpointBody(endpointDraftOf(endpoint), { ...endpoint, outputSchema: null })).not.toHaveProperty(
+      "outputSchema"
+    )
+  })
+
   it("throws on JSON text that does not parse", () => {
     expect(() => endpointBody({ ...endpointDraftOf(endpoint), args: "{id:" })).toThrow(SyntaxError)
   })

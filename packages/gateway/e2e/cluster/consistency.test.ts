@@ -2,7 +2,8 @@
  * Three replicas behind a round-robin proxy with no affinity (SPEC
  * "Scale-out"): official SDK clients complete sessions and calls whichever
  * replica each request lands on; a token revoked on one replica is refused by
- * the others within a second; the per-identity limit is one global bucket.
+ * the others within a second, and the streams it holds open there end; the
+ * per-identity limit is one global bucket.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
@@ -138,6 +139,69 @@ describe.skipIf(!requireClusterTools())("cluster: sessions, revocation and limit
     }))
     for (const [i, ms] of refusedAfter.entries()) {
       assert.isBelow(ms, 1_000, `${others[i]!.name} refused the revoked token after ${ms} ms`)
+    }
+  })
+
+  it("a token revoked on one replica ends its open streams on the others within a second", async () => {
+    const { id, token } = await clientToken(cluster)
+    const [a, b, c] = cluster.replicas
+    const controller = new AbortController()
+    /** When each stream's body ended. */
+    const ended: Array<number | undefined> = []
+    const follow = async (response: Response, i: number) => {
+      assert.strictEqual(response.status, 200)
+      const reader = response.body!.getReader()
+      while (!(await reader.read().catch(() => ({ done: true }))).done) {
+        // keep reading until the server ends the stream
+      }
+      ended[i] = Date.now()
+    }
+    const headers = { authorization: `Bearer ${token}` }
+    const listen = fetch(new URL("/mcp", b!.url), {
+      method: "POST",
+      headers: {
+        ...headers,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "subscriptions/listen"
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "subscriptions/listen",
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+          }
+        }
+      }),
+      signal: controller.signal
+    })
+    const legacy = fetch(new URL("/sse", c!.url), {
+      headers: { ...headers, accept: "text/event-stream" },
+      signal: controller.signal
+    })
+    const reading = [follow(await listen, 0), follow(await legacy, 1)]
+    try {
+      await sleep(300)
+      assert.deepStrictEqual(ended, [], "both streams are open")
+      const revoked = await api(a!.url, "POST", `/api/v1/client-tokens/${id}/revoke`, cluster.adminToken)
+      assert.strictEqual(revoked.status, 200)
+      const at = Date.now()
+      await waitUntil("both streams to end", () => ended[0] !== undefined && ended[1] !== undefined, 5_000)
+      for (const [i, end] of ended.entries()) {
+        assert.isBelow(
+          end! - at,
+          1_000,
+          `${["listen on", "/sse on"][i]} ${[b, c][i]!.name} ended ${end! - at} ms later`
+        )
+      }
+    } finally {
+      controller.abort()
+      await Promise.allSettled(reading)
     }
   })
 

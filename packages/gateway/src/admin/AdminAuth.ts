@@ -17,12 +17,25 @@
  *   RFC 9728 metadata and the admin scope (so clients can discover where to
  *   get a token), otherwise `realm="janus-admin"`.
  * - Neither the token nor any part of it appears in a message or a log.
+ * - Browsers: a request from a page of another origin is 403
+ *   `origin_not_allowed` before anything else, whatever its credentials:
+ *   Studio is served by the gateway itself, so only same-origin pages and
+ *   clients that send no `Origin` (curl, scripts) call this API (see
+ *   `mcp/Origin.ts`, `sameOrigin`).
+ * - Rate limits (`Admission.admitAuthentication`): the per-IP bucket of the
+ *   MCP endpoint applies here too, then the failed-authentication bucket of
+ *   the address: each unknown, revoked or malformed credential draws on it,
+ *   and while it is empty every request from the address is 429 (with
+ *   `Retry-After`) before its credential is looked at. A request without
+ *   credentials (Studio before sign-in) draws nothing from it.
  *
  * @since 0.1.0
  */
 import { AdminTokens } from "@janus/storage"
 import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import { Admission } from "../auth/Admission.ts"
+import * as Origin from "../mcp/Origin.ts"
 import {
   authenticate as authenticateJwt,
   type AuthenticationError,
@@ -44,6 +57,8 @@ export type AdminPrincipal =
     readonly subject: string
     readonly issuer: string
     readonly clientId: string | undefined
+    /** When the access token stops being accepted (epoch ms): an event stream it opened ends then. */
+    readonly expiresAt: number
   }
 
 /** The caller of the current admin request (provided to every admin handler). */
@@ -67,10 +82,11 @@ export class AdminAuth extends Context.Service<AdminAuth, {
     request: HttpServerRequest.HttpServerRequest
   ) => Effect.Effect<AdminPrincipal, Problem.ApiProblem>
 }>()("@janus/gateway/admin/AdminAuth") {
-  static readonly layer: Layer.Layer<AdminAuth, never, AdminTokens> = Layer.effect(
+  static readonly layer: Layer.Layer<AdminAuth, never, AdminTokens | Admission> = Layer.effect(
     AdminAuth,
     Effect.gen(function*() {
       const tokens = yield* AdminTokens
+      const admission = yield* Admission
       // OAuth is optional: present when the lead provides OAuthLayer to the app (looked up again per request).
       const oauthAtBuild = yield* oauthServices
 
@@ -88,7 +104,7 @@ export class AdminAuth extends Context.Service<AdminAuth, {
           onSome: ([settings]) =>
             wwwAuthenticate({
               resourceMetadataUrl: metadataUrl(settings, request.url),
-              scopes: settings.adminScopes,
+              scopes: settings.advertisedAdminScopes,
               ...(error === "invalid" ? { error: "invalid_token" as const, errorDescription: message } : {})
             })
         })
@@ -97,7 +113,7 @@ export class AdminAuth extends Context.Service<AdminAuth, {
         })
       }
 
-      const authenticate = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+      const credentials = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
         const oauth = Option.isSome(oauthAtBuild) ? oauthAtBuild : yield* oauthServices
         const bearer = bearerTokenFromHeaders(request.headers)
         if (Result.isFailure(bearer)) {
@@ -129,7 +145,8 @@ export class AdminAuth extends Context.Service<AdminAuth, {
             kind: "oauth",
             subject: identity.subject,
             issuer: identity.issuer,
-            clientId: identity.clientId
+            clientId: identity.clientId,
+            expiresAt: identity.acceptedUntil
           } satisfies AdminPrincipal
         }
         return yield* refuse(
@@ -141,6 +158,30 @@ export class AdminAuth extends Context.Service<AdminAuth, {
             : "Expected an admin token"
         )
       })
+
+      const authenticate = (request: HttpServerRequest.HttpServerRequest) => {
+        const origin = request.headers.origin
+        if (!Origin.sameOrigin(origin, request.headers.host, request.headers["sec-fetch-site"])) {
+          return Effect.fail(Problem.make(403, "origin_not_allowed", Origin.crossSiteMessage(origin!)))
+        }
+        return admission.admitAuthentication(
+          {
+            method: request.method,
+            url: request.url,
+            headers: request.headers,
+            remoteAddress: Option.getOrUndefined(request.remoteAddress)
+          },
+          credentials(request),
+          (problem) => problem.status === 401 && problem.code === "invalid_token"
+        ).pipe(
+          // the per-IP and failed-authentication buckets: always a 429 with Retry-After
+          Effect.catchTag(
+            "AdmissionRefused",
+            (refused) =>
+              Effect.fail(Problem.make(refused.status, "rate_limited", refused.message, { headers: refused.headers }))
+          )
+        )
+      }
 
       return AdminAuth.of({ authenticate })
     })

@@ -4,7 +4,7 @@
  * **Rules**
  *
  * - Filters: `from`, `to` (ISO 8601 instants), `tool`, `outcome` (ok, error,
- *   denied, rate_limited, shed, breaker_open, timeout), `identity`,
+ *   denied, invalid, rate_limited, shed, breaker_open, timeout), `identity`,
  *   `connection`; each given at most once. `limit` (1..500, default 50) and
  *   the opaque `cursor` page as every list does.
  * - A bad filter is a 400 naming the parameter and what is expected; nothing

@@ -5,8 +5,10 @@
  *
  * - CRUD with pagination, ETags and preconditions as in `Resource`.
  * - The body is a `ConnectionInput` (`kind` "rest" with `baseUrl`, or "mcp"
- *   with `url` and optional `toolPrefix`: what goes in front of its tool
- *   names, null for `<name>/`, `""` for none); storage validates it. The credential is only a secret's name
+ *   with `url`, or `transport: "stdio"` with `command`, `args`, `env`, `cwd`;
+ *   optional `toolPrefix`: what goes in front of its tool names, null for
+ *   `<name>/`, `""` for none; `pollIntervalMs`); storage validates it
+ *   (stdio commands against `JANUS_STDIO_COMMANDS`). The credential is only a secret's name
  *   (`auth.secret`): no secret value is ever part of a connection.
  * - Deleting a connection deletes its endpoints and its virtual-server
  *   memberships (storage does it in one transaction).
@@ -26,7 +28,14 @@ export const present = (c: Connection): JsonObject => ({
   kind: c.kind,
   name: c.name,
   description: c.description,
-  ...(c.kind === "rest" ? { baseUrl: c.baseUrl } : { url: c.url, transport: c.transport, toolPrefix: c.toolPrefix }),
+  ...(c.kind === "rest"
+    ? { baseUrl: c.baseUrl }
+    : {
+      transport: c.transport,
+      ...(c.stdio === null ? { url: c.url } : { ...c.stdio }),
+      toolPrefix: c.toolPrefix,
+      pollIntervalMs: c.pollIntervalMs
+    }),
   auth: c.auth,
   timeoutMs: c.timeoutMs,
   ...(c.kind === "rest"

@@ -7,7 +7,8 @@
  *   `GET /endpoints?connectionId=<id>` lists the endpoints of one connection
  *   (an unknown connection has none).
  * - The body is an `EndpointInput`; storage validates the tool name, the
- *   JSON Schema, the path template against the argument map, and that
+ *   JSON Schema (and the output schema, when one is given: `outputSchema`,
+ *   null or absent for none), the path template against the argument map, and that
  *   `connectionId` names a rest connection (an unknown one is 422
  *   `unknown_reference`).
  *
@@ -30,6 +31,7 @@ export const present = (e: Endpoint): JsonObject => ({
   pathTemplate: e.pathTemplate,
   arguments: e.arguments,
   inputSchema: e.inputSchema,
+  outputSchema: e.outputSchema ?? null,
   idempotent: e.idempotent,
   version: e.version,
   createdAt: e.createdAt.toISOString(),

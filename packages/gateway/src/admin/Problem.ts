@@ -148,7 +148,10 @@ export const fromStorage = (error: StorageFailure, hints: FieldHints = {}): ApiP
     }
     case "InvalidInputSchema":
       return make(400, "invalid_input_schema", error.message, {
-        fields: [{ path: "inputSchema", message: `${error.reason}; expected a JSON Schema with "type": "object"` }]
+        fields: [{
+          path: error.field ?? "inputSchema",
+          message: `${error.reason}; expected a JSON Schema with "type": "object"`
+        }]
       })
     case "UndeclaredPathParam":
       return make(400, "undeclared_path_param", error.message, {

@@ -7,7 +7,9 @@
  *
  * - One item per `kind: mcp` connection, sorted by connection name: state
  *   (`connecting`, `healthy`, `unhealthy`), negotiated protocol revision,
- *   tool count, last error and when, since when, next attempt.
+ *   tool count, the change channel (`open`, `opening`, `closed` and why:
+ *   lists are then polled every `pollIntervalMs`), last error and when,
+ *   since when, next attempt.
  * - Errors are the gateway's own descriptions: no credential or upstream
  *   response body is part of them.
  * - Without federation (`UpstreamHealth` absent) the list is empty.
@@ -31,6 +33,10 @@ export const present = (s: UpstreamStatus): JsonObject => ({
   state: s.state,
   protocolVersion: s.protocolVersion ?? null,
   toolCount: s.toolCount,
+  changeChannel: s.changeChannel ?? null,
+  changeChannelDetail: s.changeChannelDetail ?? null,
+  pollIntervalMs: s.pollIntervalMs,
+  pid: s.pid ?? null,
   lastError: s.lastError ?? null,
   lastErrorAt: iso(s.lastErrorAt),
   since: s.since.toISOString(),

@@ -5,7 +5,8 @@
  * connections, endpoints, virtual servers, client tokens, admin tokens and
  * secrets (write-only), the effective configuration, connection tests
  * (`ConnectionChecks`) and the upstream MCP servers' state (read-only, when
- * `UpstreamHealth` is present). It needs the storage repositories; OAuth
+ * `UpstreamHealth` is present). It needs the storage repositories and
+ * `Admission` (the per-IP and failed-authentication limits); OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
  * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
  * `GET /api/v1/events` (mounted by the lead).
@@ -37,6 +38,7 @@ import type {
 } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
+import type { Admission } from "../auth/Admission.ts"
 import type { JanusConfig } from "../config/JanusConfig.ts"
 import type { DownstreamClient } from "../egress/index.ts"
 import type { OpenApiImporter } from "../openapi/index.ts"
@@ -75,6 +77,7 @@ export const AdminApiRoutes: Layer.Layer<
   | JanusConfig
   | DownstreamClient
   | SecretCache
+  | Admission
 > = Layer.mergeAll(
   AuditRoutes,
   ConfigRoutes,

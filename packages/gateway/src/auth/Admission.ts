@@ -4,6 +4,10 @@
  *
  * **Rules** (SPEC "The hot path of tools/call, in order")
  *
+ * - `admitMessage`: each message of a JSON-RPC batch after the first takes
+ *   one token of both tiers, as a request of its own would (the batch's
+ *   request took one for its first message); the credential is not looked
+ *   at again.
  * - `admit`, once per HTTP request, before the body is read:
  *   1. per-IP limiter (pre-auth DoS guard, 300/s burst 600) keyed by the
  *      client address (`ClientIp`: the socket peer, or `X-Forwarded-For`
@@ -17,6 +21,12 @@
  *   Refusals are `AdmissionRefused`: 401/403 with `WWW-Authenticate`, 429
  *   with `Retry-After`, `RateLimit` and `RateLimit-Policy`, 503 with
  *   `Retry-After`.
+ * - `admitAuthentication`: the same pre-auth tier for another surface that
+ *   authenticates its own way (the admin API): the per-IP bucket, then the
+ *   failed-authentication bucket of the address (`auth_failure`, 30 a
+ *   minute, burst 10): while it is empty the request is refused before its
+ *   credential is looked at, and each failure draws one token (the failure
+ *   that empties it is answered 429 too).
  * - `authorize` (inside the guard, before the concurrency permit) and
  *   `canSee` (tools/list) apply `ToolScope`: `denied` outside the scope.
  * - `requireAuth` (default true): a request without credentials is refused.
@@ -53,6 +63,8 @@ export interface AdmissionOptions {
   readonly ipLimit?: Limits.RatePolicy | undefined
   /** The per-identity tier (default 50/s, burst 100). */
   readonly identityLimit?: Limits.RatePolicy | undefined
+  /** Failed authentications per address (default 30 a minute, burst 10; see `admitAuthentication`). */
+  readonly authFailureLimit?: Limits.RatePolicy | undefined
   /** Share the limits through Redis (global across instances). Default: per instance in memory. */
   readonly redis?: Limits.RedisLimitOptions | undefined
   /** `true`: OAuth must be configured (start fails otherwise). Default: used when provided. */
@@ -70,6 +82,17 @@ export class AdmissionConfigError extends Schema.TaggedError<AdmissionConfigErro
 export class Admission extends Context.Service<Admission, {
   /** per-IP limiter -> authenticate -> per-identity limiter. */
   readonly admit: (request: AdmissionRequest) => Effect.Effect<Caller.Caller, AdmissionRefused>
+  /** One more message of an admitted request: one token of each tier. */
+  readonly admitMessage: (request: AdmissionRequest, caller: Caller.Caller) => Effect.Effect<void, AdmissionRefused>
+  /**
+   * per-IP limiter -> failed-authentication limiter -> `authenticate`; a failure that `failed` recognises draws
+   * on the failed-authentication bucket.
+   */
+  readonly admitAuthentication: <A, E, R>(
+    request: AdmissionRequest,
+    authenticate: Effect.Effect<A, E, R>,
+    failed: (error: E) => boolean
+  ) => Effect.Effect<A, E | AdmissionRefused, R>
   /** The "authorize the tool" step: `denied` when `toolName` is outside the caller's scope. */
   readonly authorize: (caller: Caller.Caller, toolName: string) => Effect.Effect<void, ToolCallRefused>
   /** Whether tools/list shows `toolName` to `caller`. */
@@ -93,6 +116,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
   const limits = yield* Limits.make({
     ip: options.ipLimit,
     identity: options.identityLimit,
+    authFailure: options.authFailureLimit,
     redis: options.redis
   }).pipe(Effect.mapError((error) => new AdmissionConfigError({ message: error.message })))
 
@@ -131,29 +155,59 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
       const s = AuthHeaders.seconds(error.retryAfterMs)
       return new AdmissionRefused({
         status: 429,
-        message: `Too many requests ${what}: the limit is ${policy.rate} per second (burst ${policy.burst}); ` +
+        message: tier === "auth_failure" ?
+          `Too many failed authentications from this address: after ${policy.burst} in a row, one is allowed ` +
+          `every ${1 / policy.rate} s; retry after ${s} s` :
+          `Too many requests ${what}: the limit is ${policy.rate} per second (burst ${policy.burst}); ` +
           `retry after ${s} s`,
-        headers: AuthHeaders.tooManyRequests(policy, header, error.retryAfterMs)
+        headers: AuthHeaders.tooManyRequests(policy, header, error.retryAfterMs),
+        retryAfterMs: error.retryAfterMs
       })
     }
   }
   const ipRefusal = tooMany("ip")
   const identityRefusal = tooMany("identity")
+  const failureRefusal = tooMany("auth_failure")
 
   const identityLimit = (caller: Caller.Caller): Effect.Effect<Caller.Caller, AdmissionRefused> =>
     caller.kind === "anonymous" || caller.kind === undefined
       ? Effect.succeed(caller)
       : Effect.as(Effect.mapError(limits.consume("identity", caller.id), identityRefusal), caller)
 
+  const ipLimit = (request: AdmissionRequest): Effect.Effect<void, AdmissionRefused> =>
+    Effect.mapError(limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)), ipRefusal)
+
   const admit = (request: AdmissionRequest): Effect.Effect<Caller.Caller, AdmissionRefused> =>
-    limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)).pipe(
-      Effect.mapError(ipRefusal),
+    ipLimit(request).pipe(
       Effect.andThen(authenticate(request.headers, request.url)),
       Effect.flatMap(identityLimit)
     )
 
+  const admitMessage = (request: AdmissionRequest, caller: Caller.Caller): Effect.Effect<void, AdmissionRefused> =>
+    Effect.andThen(ipLimit(request), Effect.asVoid(identityLimit(caller)))
+
+  const admitAuthentication = <A, E, R>(
+    request: AdmissionRequest,
+    authenticated: Effect.Effect<A, E, R>,
+    failed: (error: E) => boolean
+  ): Effect.Effect<A, E | AdmissionRefused, R> => {
+    const address = clientIp.bucket(request.headers, request.remoteAddress)
+    // a failure that empties the bucket is answered 429 too: a burst in parallel gets `burst` answers
+    const charged = Effect.tapError(
+      authenticated,
+      (error) => failed(error) ? Effect.mapError(limits.consume("auth_failure", address), failureRefusal) : Effect.void
+    )
+    return limits.consume("ip", address).pipe(
+      Effect.mapError(ipRefusal),
+      Effect.andThen(Effect.mapError(limits.peek("auth_failure", address), failureRefusal)),
+      Effect.andThen(charged)
+    )
+  }
+
   return Admission.of({
     admit,
+    admitMessage,
+    admitAuthentication,
     authorize: ToolScope.authorize,
     canSee: ToolScope.canSee,
     canUseServer: ToolScope.canUseServer,

@@ -13,7 +13,8 @@
  *   configuration snapshot, so a repeat request allocates no new caller.
  * - Any other token, when OAuth is configured and it has the shape of a JWT,
  *   is checked by `JwtVerifier` against the cached JWKS, requiring the tool
- *   scopes; the caller is `OAuthIdentity.key`. Its refusals are the OAuth
+ *   scopes and an audience of the resource the URL names (`/mcp` or a
+ *   virtual server); the caller is `OAuthIdentity.key`. Its refusals are the OAuth
  *   module's challenges: 401 `invalid_token`, 403 `insufficient_scope`,
  *   503 while the issuer's keys are unavailable.
  * - No credential: 401 with `WWW-Authenticate` (the OAuth challenge with its
@@ -43,6 +44,7 @@ import {
   MissingToken,
   type OAuthIdentity,
   type OAuthSettings,
+  resourceOf,
   wwwAuthenticate
 } from "../oauth/index.ts"
 import * as AuthHeaders from "./Headers.ts"
@@ -114,7 +116,7 @@ export const make = (options: AuthenticateOptions): Authenticate => {
   const oauthRefusal = (settings: OAuthSettings, error: AuthenticationError, url: string): AdmissionRefused => {
     const response = challengeResponse(error, {
       resourceMetadataUrl: metadataUrl(settings, url),
-      scopes: settings.toolScopes,
+      scopes: settings.advertisedToolScopes,
       retryAfter: settings.jwksMinRefreshInterval
     })
     const headers: Record<string, string> = {}
@@ -140,7 +142,7 @@ export const make = (options: AuthenticateOptions): Authenticate => {
         headers: {
           "www-authenticate": wwwAuthenticate({
             resourceMetadataUrl: metadataUrl(oauth.value.settings, url),
-            scopes: oauth.value.settings.toolScopes,
+            scopes: oauth.value.settings.advertisedToolScopes,
             error: "invalid_token",
             errorDescription: message
           })
@@ -200,7 +202,9 @@ export const make = (options: AuthenticateOptions): Authenticate => {
     kind: "oauth",
     name: identity.subject,
     tools: null,
-    virtualServers: null
+    virtualServers: null,
+    // accepted until `exp` plus the skew: a stream ending sooner would be reopened and end again at once
+    expiresAt: identity.acceptedUntil
   })
 
   return (headers, url) => {
@@ -215,7 +219,7 @@ export const make = (options: AuthenticateOptions): Authenticate => {
     if (token.startsWith(SecretBox.CLIENT_TOKEN_PREFIX)) return viaClientToken(token, url)
     if (Option.isSome(oauth) && looksLikeJwt(token)) {
       const { settings, verifier } = oauth.value
-      return verifier.verify(token).pipe(
+      return verifier.verify(token, { resource: resourceOf(settings, url).resource }).pipe(
         Effect.map(oauthCaller),
         Effect.catch((error) =>
           refuse(

@@ -16,6 +16,10 @@
  *   - `connectionsCheckingInterval` 1 s: how often Node enforces the two
  *     timeouts (default 30 s would let a slow client hold a socket 30 s more).
  *   - `keepAliveTimeout` 5 s between requests; `server.maxHeadersCount` 100.
+ *   - What Node refuses before any handler runs is answered with a JSON
+ *     body `{ error, message }` naming the limit (Node's own 408, 431 and
+ *     400 have none): 408 `request_timeout`, 431
+ *     `request_header_fields_too_large`, 400 `bad_request`.
  * - JSON bodies: at most `MAX_JSON_DEPTH` (64) nested arrays/objects,
  *   checked on the text before `JSON.parse`, in one pass without allocation,
  *   so deep payloads never reach a recursive walker (redaction, schema
@@ -30,6 +34,7 @@
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
+import type { Duplex } from "node:stream"
 
 /** The Node server limits. */
 export interface ServerLimits {
@@ -68,7 +73,58 @@ export const serverOptions = (limits: Partial<ServerLimits> = {}): Http.ServerOp
 export const createServer = (limits: Partial<ServerLimits> = {}): Http.Server => {
   const server = Http.createServer(serverOptions(limits))
   server.maxHeadersCount = limits.maxHeadersCount ?? DEFAULT_SERVER_LIMITS.maxHeadersCount
+  const answers = clientErrorAnswers({ ...DEFAULT_SERVER_LIMITS, ...limits })
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // Node's own answer to these has no body; this one says which limit was missed.
+    // As Node does: answer only while nothing of a response went out on this socket.
+    const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
+    if (error.code !== "ECONNRESET" && socket.writable && inFlight?.headersSent !== true) {
+      socket.end(answers(error.code))
+    }
+    socket.destroy()
+  })
   return server
+}
+
+/** A whole HTTP/1.1 response with a JSON body `{ error, message }`, closing the connection. */
+const rawResponse = (status: string, error: string, message: string): string => {
+  const body = JSON.stringify({ error, message })
+  return `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${
+    Buffer.byteLength(body)
+  }\r\nConnection: close\r\n\r\n${body}`
+}
+
+/** The answers to requests Node refuses before any handler runs, by Node's error code. */
+const clientErrorAnswers = (limits: ServerLimits) => {
+  const timeout = rawResponse(
+    "408 Request Timeout",
+    "request_timeout",
+    `The request did not arrive in time: the server waits for the headers within ${limits.headersTimeout} ms ` +
+      `and for the whole request within ${limits.requestTimeout} ms; send the request without pausing`
+  )
+  const headersTooLarge = rawResponse(
+    "431 Request Header Fields Too Large",
+    "request_header_fields_too_large",
+    `The request's headers take more than ${limits.maxHeaderSize} bytes; send fewer or smaller headers`
+  )
+  const badRequest = (code: string | undefined) =>
+    rawResponse(
+      "400 Bad Request",
+      "bad_request",
+      `The request is not a valid HTTP/1.1 request${
+        code === undefined ? "" : ` (${code})`
+      }; send a request line, headers and a body framed as HTTP/1.1 requires`
+    )
+  return (code: string | undefined): string => {
+    switch (code) {
+      case "ERR_HTTP_REQUEST_TIMEOUT":
+        return timeout
+      case "HPE_HEADER_OVERFLOW":
+        return headersTooLarge
+      default:
+        return badRequest(code)
+    }
+  }
 }
 
 /** Nesting of request bodies allowed at most. */

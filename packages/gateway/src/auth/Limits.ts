@@ -4,12 +4,16 @@
  *
  * **Rules** (SCALING-PLAN 3b, SPEC "The hot path of tools/call")
  *
- * - Two tiers. `ip` (default 300/s, burst 600) runs first, before any
+ * - Three tiers. `ip` (default 300/s, burst 600) runs first, before any
  *   credential is looked at: a coarse pre-auth DoS guard, generous because
  *   enterprise clients share one NAT address. `identity` (default 50/s, burst
  *   100) runs after authentication and is keyed by the authenticated identity
  *   (`Caller.id`): real per-tenant fairness. It never runs on an unvalidated
  *   bearer string, which would let an attacker mint a fresh bucket per request.
+ *   `auth_failure` (default 30 a minute, burst 10), keyed by client address,
+ *   is drawn on only by failed authentications (the admin API's): while it is
+ *   empty the address is refused before its credential is looked at
+ *   (`peek`), so guessing tokens costs the guesser, not the store.
  * - A policy `{ rate, burst }` is a token bucket of capacity `burst` refilled
  *   at `rate` per second: effect's `consume({ algorithm: "token-bucket",
  *   limit: burst, window: burst / rate seconds })`.
@@ -52,8 +56,16 @@ export interface RatePolicy {
 export const DEFAULT_IP_POLICY: RatePolicy = { rate: 300, burst: 600 }
 /** The per-identity tier (SCALING-PLAN 3b). */
 export const DEFAULT_IDENTITY_POLICY: RatePolicy = { rate: 50, burst: 100 }
+/**
+ * Failed authentications per address: 10 in a row (a mistyped token, a
+ * rotated one still in a script), then one every 2 seconds. A person never
+ * notices; 30 parallel guesses get 10 answers.
+ */
+export const DEFAULT_AUTH_FAILURE_POLICY: RatePolicy = { rate: 0.5, burst: 10 }
 
-export type Tier = "ip" | "identity"
+export type Tier = "ip" | "identity" | "auth_failure"
+
+const TIERS: ReadonlyArray<Tier> = ["ip", "identity", "auth_failure"]
 
 /** Keys kept by the memory store at most (the least recently created are dropped first). */
 export const MAX_MEMORY_KEYS = 100_000
@@ -62,7 +74,7 @@ export const MAX_MEMORY_KEYS = 100_000
 export interface RedisLimitOptions {
   /** `REDIS_URL`. */
   readonly url: Redacted.Redacted<string> | string
-  /** Key prefix (default `janus:ratelimit:`); the tiers add `ip:` / `id:`. */
+  /** Key prefix (default `janus:ratelimit:`); the tiers add `ip:` / `id:` / `fail:`. */
   readonly prefix?: string | undefined
   /** How long one Redis decision may take before the memory store decides (default 50 ms). */
   readonly timeout?: Duration.Input | undefined
@@ -75,12 +87,13 @@ export interface RedisLimitOptions {
 export interface LimitsOptions {
   readonly ip?: RatePolicy | undefined
   readonly identity?: RatePolicy | undefined
+  readonly authFailure?: RatePolicy | undefined
   readonly redis?: RedisLimitOptions | undefined
 }
 
 /** A request over its tier's limit. */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
-  tier: Schema.Literals(["ip", "identity"]),
+  tier: Schema.Literals(TIERS),
   /** When one token is available again. */
   retryAfterMs: Schema.Number
 }) {}
@@ -97,6 +110,8 @@ export type LimiterBackend = "memory" | "redis" | "memory (redis unavailable)"
 export interface Limits {
   /** Takes one token for `key` from `tier`'s bucket, or refuses. */
   readonly consume: (tier: Tier, key: string) => Effect.Effect<void, RateLimited>
+  /** Refuses when `key`'s bucket in `tier` is empty, taking nothing. */
+  readonly peek: (tier: Tier, key: string) => Effect.Effect<void, RateLimited>
   /** The policy of `tier`. */
   readonly policy: (tier: Tier) => RatePolicy
   /** Where decisions are taken now. */
@@ -104,7 +119,7 @@ export interface Limits {
 }
 
 export const refused = Metric.counter("janus.limiter.refused", {
-  description: "Requests refused by an admission rate limiter, by tier (ip, identity)",
+  description: "Requests refused by an admission rate limiter, by tier (ip, identity, auth_failure)",
   incremental: true
 })
 
@@ -212,7 +227,7 @@ const reconnectStrategy = (retries: number): number =>
 const connectRedis = (
   options: RedisLimitOptions,
   scope: Scope.Scope
-): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
+): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
   Effect.gen(function*() {
     const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
     // loaded only when Redis is configured: the redis client is hundreds of modules to load at start-up
@@ -232,7 +247,7 @@ const connectRedis = (
         Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store)),
         Effect.provideContext(context)
       )
-    return [yield* limiterFor("ip:"), yield* limiterFor("id:")] as const
+    return [yield* limiterFor("ip:"), yield* limiterFor("id:"), yield* limiterFor("fail:")] as const
   })
 
 // -----------------------------------------------------------------------------
@@ -257,7 +272,9 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
   Effect.gen(function*() {
     const ipPolicy = options.ip ?? DEFAULT_IP_POLICY
     const identityPolicy = options.identity ?? DEFAULT_IDENTITY_POLICY
-    const invalid = validate("ip", ipPolicy) ?? validate("identity", identityPolicy)
+    const authFailurePolicy = options.authFailure ?? DEFAULT_AUTH_FAILURE_POLICY
+    const invalid = validate("ip", ipPolicy) ?? validate("identity", identityPolicy) ??
+      validate("auth_failure", authFailurePolicy)
     if (invalid !== undefined) return yield* invalid
 
     const memoryLimiter = Effect.flatMap(
@@ -276,6 +293,8 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
       }))
     const ip = yield* tierState("ip", ipPolicy)
     const identity = yield* tierState("identity", identityPolicy)
+    const authFailure = yield* tierState("auth_failure", authFailurePolicy)
+    const stateOf = (tier: Tier): TierState => tier === "ip" ? ip : tier === "identity" ? identity : authFailure
 
     const redisOptions = options.redis
     const timeout = Duration.fromInputUnsafe(redisOptions?.timeout ?? "50 millis")
@@ -306,32 +325,45 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
         Effect.fail(new RateLimited({ tier: state.tier, retryAfterMs: Duration.toMillis(retryAfter) }))
       )
 
+    /** Takes `tokens` (1, or 0 to look: refused when not even one is left). */
     const decide = (
       state: TierState,
       limiter: RateLimiter.RateLimiter,
-      key: string
+      key: string,
+      tokens: 0 | 1
     ): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
-      Effect.catch(
-        Effect.asVoid(
-          limiter.consume({ algorithm: "token-bucket", limit: state.policy.burst, window: state.window, key })
-        ),
-        (error): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
-          error.reason._tag === "RateLimitExceeded" ? refuse(state, error.reason.retryAfter) : Effect.fail(error.reason)
-      )
+      limiter.consume({ algorithm: "token-bucket", limit: state.policy.burst, window: state.window, key, tokens })
+        .pipe(
+          Effect.matchEffect({
+            onFailure: (error): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
+              error.reason._tag === "RateLimitExceeded" ?
+                refuse(state, error.reason.retryAfter) :
+                Effect.fail(error.reason),
+            onSuccess: (result) => {
+              if (tokens === 1 || result.remaining >= 1) return Effect.void
+              // empty: the next token comes one refill before a full bucket would be reset
+              const refillMillis = Duration.toMillis(state.window) / state.policy.burst
+              const nextMillis = Duration.toMillis(result.resetAfter) - (state.policy.burst - 1) * refillMillis
+              return refuse(state, Duration.millis(Math.max(1, Math.ceil(nextMillis))))
+            }
+          })
+        )
 
     // The memory store never fails: its only error is the refusal.
-    const inMemory = (state: TierState, key: string) =>
-      decide(state, state.memory, key) as Effect.Effect<void, RateLimited>
+    const inMemory = (state: TierState, key: string, tokens: 0 | 1) =>
+      decide(state, state.memory, key, tokens) as Effect.Effect<void, RateLimited>
 
-    const inMemoryFallback = (state: TierState, key: string) =>
-      Effect.andThen(Metric.update(state.fallback, 1), inMemory(state, key))
+    const inMemoryFallback = (state: TierState, key: string, tokens: 0 | 1) =>
+      Effect.andThen(Metric.update(state.fallback, 1), inMemory(state, key, tokens))
 
-    const consumeIn = (state: TierState, key: string): Effect.Effect<void, RateLimited> => {
+    const consumeIn = (state: TierState, key: string, tokens: 0 | 1): Effect.Effect<void, RateLimited> => {
       const redis = state.redis
-      if (redis === undefined) return redisOptions === undefined ? inMemory(state, key) : inMemoryFallback(state, key)
+      if (redis === undefined) {
+        return redisOptions === undefined ? inMemory(state, key, tokens) : inMemoryFallback(state, key, tokens)
+      }
       return Effect.clockWith((clock) => {
-        if (clock.currentTimeMillisUnsafe() < downUntil) return inMemoryFallback(state, key)
-        return decide(state, redis, key).pipe(
+        if (clock.currentTimeMillisUnsafe() < downUntil) return inMemoryFallback(state, key, tokens)
+        return decide(state, redis, key, tokens).pipe(
           Effect.timeoutOrElse({
             duration: timeout,
             orElse: () =>
@@ -344,7 +376,7 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
             onFailure: (error) =>
               error._tag === "RateLimited"
                 ? Effect.andThen(markUp, Effect.fail(error))
-                : Effect.andThen(markDown(state, error.message), inMemoryFallback(state, key))
+                : Effect.andThen(markDown(state, error.message), inMemoryFallback(state, key, tokens))
           })
         )
       })
@@ -353,11 +385,12 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     if (redisOptions !== undefined) {
       const scope = yield* Effect.scope
       const connecting = yield* connectRedis(redisOptions, scope).pipe(
-        Effect.tap(([ipLimiter, identityLimiter]) =>
+        Effect.tap(([ipLimiter, identityLimiter, authFailureLimiter]) =>
           Effect.andThen(
             Effect.sync(() => {
               ip.redis = ipLimiter
               identity.redis = identityLimiter
+              authFailure.redis = authFailureLimiter
             }),
             Effect.logInfo("Rate limits: connected to Redis; limits are global across instances")
           )
@@ -376,8 +409,9 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     }
 
     return {
-      consume: (tier, key) => consumeIn(tier === "ip" ? ip : identity, key),
-      policy: (tier) => tier === "ip" ? ip.policy : identity.policy,
+      consume: (tier, key) => consumeIn(stateOf(tier), key, 1),
+      peek: (tier, key) => consumeIn(stateOf(tier), key, 0),
+      policy: (tier) => stateOf(tier).policy,
       backend: Effect.clockWith((clock) =>
         Effect.succeed<LimiterBackend>(
           redisOptions === undefined

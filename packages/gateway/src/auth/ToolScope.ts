@@ -78,6 +78,8 @@ export const callerOfToken = (token: ClientToken, snapshot: ConfigSnapshot | und
     kind: "client_token",
     name: token.name,
     tools,
-    virtualServers: servers === null ? null : new Set(servers)
+    virtualServers: servers === null ? null : new Set(servers),
+    tokenId: token.id,
+    expiresAt: token.expiresAt === null ? undefined : token.expiresAt.getTime()
   }
 }

@@ -5,8 +5,11 @@
  * - `Admission`: the service (`admit`, `authorize`, `canSee`, `canUseServer`).
  * - `ClientIp`: the client address behind trusted proxies; the per-IP key.
  * - `Authenticate`: client tokens (token cache) and OAuth JWTs.
- * - `Limits`: the two token-bucket tiers on effect `RateLimiter`, memory or
- *   Redis (fail open to memory while Redis is down).
+ * - `Limits`: the token-bucket tiers (per IP, per identity, failed
+ *   authentications per address) on effect `RateLimiter`, memory or Redis
+ *   (fail open to memory while Redis is down).
+ * - `CredentialLifetime`: open streams end when the credential that opened
+ *   them is revoked, deleted (on any replica) or expires.
  * - `ToolScope`: what a caller may list and call.
  * - `Headers`: 401/429/503 headers (`WWW-Authenticate`, `RateLimit*`).
  * - `Hardening`: Node server limits, JSON depth, error bodies without internals.
@@ -22,6 +25,7 @@
 export { Admission, AdmissionConfigError, type AdmissionOptions } from "./Admission.ts"
 export * as Authenticate from "./Authenticate.ts"
 export * as ClientIp from "./ClientIp.ts"
+export { CredentialLifetime } from "./CredentialLifetime.ts"
 export * as Hardening from "./Hardening.ts"
 export * as AuthHeaders from "./Headers.ts"
 export * as Limits from "./Limits.ts"

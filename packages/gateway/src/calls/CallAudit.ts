@@ -4,7 +4,7 @@
  * **Rules**
  *
  * - Every attempt is recorded exactly once, whatever its outcome: ok, error,
- *   denied, rate_limited, shed, breaker_open, timeout.
+ *   denied, invalid, rate_limited, shed, breaker_open, timeout.
  * - Recording never blocks the call: the audit log and the event log both
  *   buffer in memory and flush in batches (see storage's `AuditLog` and
  *   `EventLog`).

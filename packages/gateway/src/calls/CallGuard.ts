@@ -9,10 +9,14 @@
  *   behind a slow downstream is what turned bursts into OOMs) with a
  *   JSON-RPC error, reason `shed`, and audited as `shed`.
  * - Every attempt, refused or not, is audited exactly once with its outcome
- *   (`CallAudit`), including calls the client cancelled.
+ *   (`CallAudit`), including calls the client cancelled. Arguments that do
+ *   not fit the tool and unknown tools are `invalid`: the caller's mistake.
  * - `admit` (per-IP limiter, authentication, per-identity limiter) and the
  *   authorization of the tool are `Admission`'s; authorization runs before
  *   the permit, inside the audited region, so a refusal is audited `denied`.
+ *   A tools/call that is a later message of a JSON-RPC batch first takes its
+ *   own limiter tokens (`admitted`), inside the audited region too: a refusal
+ *   there is audited `rate_limited`.
  *
  * @since 0.1.0
  */
@@ -37,6 +41,8 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
   if (error._tag === "Some") {
     const e = error.value as ToolCallError
     if (e._tag === "ToolCallRefused") return e.reason === "unavailable" ? "error" : e.reason
+    // the caller's mistake (an unknown tool, arguments that do not fit), not a failure of the gateway or downstream
+    if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
   }
   return "error"
 }
@@ -58,7 +64,12 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         retryAfterMs: 1_000
       })
 
-    const guardCall = <A, E, R>(caller: Caller.Caller, toolName: string, call: Effect.Effect<A, E, R>) =>
+    const guardCall = <A, E, R>(
+      caller: Caller.Caller,
+      toolName: string,
+      call: Effect.Effect<A, E, R>,
+      admitted?: Effect.Effect<void, ToolCallRefused>
+    ) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const record = CallRecord.make(caller.id, toolName, now)
         // the permit: taken only after authorization, refused at once (never queued) past the cap
@@ -72,17 +83,20 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
             )
           }
         )
-        return admission.authorize(caller, toolName).pipe(
+        const authorized = admission.authorize(caller, toolName)
+        return (admitted === undefined ? authorized : Effect.andThen(admitted, authorized)).pipe(
           Effect.andThen(permitted),
           Effect.onExit((exit) => {
             const outcome = outcomeOf(exit)
-            if (Exit.isFailure(exit) && record.status === null && outcome !== "error") record.status = REFUSED
+            if (Exit.isFailure(exit) && record.status === null && outcome !== "error" && outcome !== "invalid") {
+              record.status = REFUSED
+            }
             // the calls metric (by outcome, tool and connection) is observability/Instrument's
             return audit.record(record, outcome)
           })
         ) as Effect.Effect<A, E | ToolCallRefused, R>
       })
 
-    return McpGuard.of({ admit: admission.admit, guardCall })
+    return McpGuard.of({ admit: admission.admit, admitMessage: admission.admitMessage, guardCall })
   })
 )

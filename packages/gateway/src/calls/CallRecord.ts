@@ -12,7 +12,7 @@
 import { Context } from "effect"
 
 /** Every outcome an audit record can have (SPEC "Audit record"). */
-export type Outcome = "ok" | "error" | "denied" | "rate_limited" | "shed" | "breaker_open" | "timeout"
+export type Outcome = "ok" | "error" | "denied" | "invalid" | "rate_limited" | "shed" | "breaker_open" | "timeout"
 
 export interface CallRecord {
   readonly identity: string

@@ -5,8 +5,10 @@
  *   names each one it applied.
  * - `doctor` checks, each with one verdict line (`ok`, `warn`, `FAIL`,
  *   `skip`): configuration, master key, database reachable and migrated,
- *   Redis reachable (when `REDIS_URL`), and for every connection whether the
- *   egress policy allows its URL. Exit code 1 when any check fails. An
+ *   Redis reachable (when `REDIS_URL`), for every connection whether the
+ *   egress policy allows its URL, and with OAuth on, the OAuth settings as
+ *   `serve` checks them and each issuer's metadata and signing keys (a FAIL
+ *   names the issuer). Exit code 1 when any check fails. An
  *   invalid configuration stops before the checks: `janus` prints every
  *   problem and exits 78 (EX_CONFIG), as `serve` does. `doctor` only reads;
  *   in embedded mode with a server running it checks the server's `/readyz`
@@ -22,6 +24,7 @@
 import { Migrations, PgliteClient, PostgresClient, SecretBox, Secrets } from "@janus/storage"
 import { Console, Effect, Layer, Option, Redacted, Result } from "effect"
 import { Command } from "effect/cli"
+import { FetchHttpClient } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import * as Dns from "node:dns/promises"
@@ -30,7 +33,9 @@ import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Tls from "node:tls"
 import { JanusConfig, unknownJanusVariables } from "../config/JanusConfig.ts"
+import * as OAuthVariables from "../config/OAuthVariables.ts"
 import { AllowList, EgressPolicy } from "../egress/index.ts"
+import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
 import { describeStorage, StorageLive } from "../StorageLive.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, serverAnswering } from "./Support.ts"
 
@@ -320,6 +325,24 @@ const doctorChecks = Effect.gen(function*() {
   } else {
     checks.push({ check: "redis", verdict: "skip", detail: "REDIS_URL unset (single replica: limits in memory)" })
   }
+
+  // OAuth: what `serve` would refuse, then each issuer's metadata and keys
+  if (!config.OAUTH_ENABLED) {
+    checks.push({ check: "oauth", verdict: "skip", detail: "OAUTH_ENABLED is false (client tokens only)" })
+  } else {
+    const settings = yield* Effect.result(resolveOAuthOptions(OAuthVariables.options(config)))
+    if (Result.isFailure(settings)) {
+      checks.push({ check: "oauth", verdict: "FAIL", detail: settings.failure.problems.join("; ") })
+    } else {
+      checks.push({
+        check: "oauth",
+        verdict: "ok",
+        detail: `resource ${settings.success.resource}, metadata at ${metadataUrl(settings.success)}`
+      })
+      const found = yield* Effect.provide(diagnose(settings.success), FetchHttpClient.layer)
+      for (const issuer of found) checks.push({ check: `oauth ${issuer.issuer}`, ...issuer })
+    }
+  }
   return checks
 })
 
@@ -335,7 +358,11 @@ export const doctor = Command.make("doctor", { json }, (input) =>
     if (failed > 0) {
       return yield* new CliFailure({ message: `${failed} doctor check(s) failed`, fix: "see the FAIL lines above" })
     }
-  }))).pipe(Command.withDescription("Check configuration, database, Redis, master key and egress; exit 1 on failure"))
+  }))).pipe(
+    Command.withDescription(
+      "Check configuration, database, Redis, master key, egress and OAuth issuers; exit 1 on failure"
+    )
+  )
 
 // -----------------------------------------------------------------------------
 // key rotate

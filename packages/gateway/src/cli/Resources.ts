@@ -191,6 +191,74 @@ const checkHttpUrl = (flag: string, raw: string) => {
   return Effect.succeed(url.toString().replace(/\/$/, ""))
 }
 
+/** `connection add NAME --stdio [--env K=V] [--env-secret K=SECRET] [--cwd DIR] -- PROGRAM ARGS`. */
+const addStdio = (input: {
+  readonly name: string
+  readonly description: string
+  readonly baseUrl: Option.Option<string>
+  readonly mcpUrl: Option.Option<string>
+  readonly transport: Option.Option<string>
+  readonly auth: string
+  readonly toolPrefix: Option.Option<string>
+  readonly env: Option.Option<Record<string, string>>
+  readonly envSecret: Option.Option<Record<string, string>>
+  readonly cwd: Option.Option<string>
+  readonly pollInterval: Option.Option<number>
+  readonly program: ReadonlyArray<string>
+  readonly json: boolean
+}) =>
+  Effect.gen(function*() {
+    for (
+      const [flag, given] of [["--base-url", input.baseUrl], ["--mcp-url", input.mcpUrl], [
+        "--transport",
+        input.transport
+      ]] as const
+    ) {
+      if (Option.isSome(given)) return yield* fail(`${flag} cannot be used with --stdio`, "a stdio upstream has no URL")
+    }
+    if (input.auth !== "none") {
+      return yield* fail(
+        `--auth ${input.auth} cannot be used with --stdio`,
+        "give the program its credential with --env-secret KEY=SECRET_NAME"
+      )
+    }
+    const [command, ...args] = input.program
+    if (command === undefined) {
+      return yield* fail(
+        "--stdio needs a program",
+        "put it after --, e.g. `--stdio -- npx -y @modelcontextprotocol/server-memory`"
+      )
+    }
+    const env: Record<string, string | { readonly secret: string }> = { ...Option.getOrElse(input.env, () => ({})) }
+    for (const [key, secret] of Object.entries(Option.getOrElse(input.envSecret, () => ({})))) env[key] = { secret }
+    return yield* stored(Effect.gen(function*() {
+      const connections = yield* Connections
+      if (Option.isSome(yield* connections.findByName(input.name))) {
+        return yield* fail(
+          `a connection named ${input.name} already exists`,
+          `choose another name, or remove it first with \`janus connection remove ${input.name}\``
+        )
+      }
+      const created = yield* connections.create({
+        kind: "mcp",
+        transport: "stdio",
+        name: input.name,
+        description: input.description,
+        command,
+        args,
+        env,
+        cwd: Option.getOrNull(input.cwd),
+        toolPrefix: Option.getOrNull(input.toolPrefix),
+        ...(Option.isSome(input.pollInterval) ? { pollIntervalMs: input.pollInterval.value } : {})
+      })
+      if (input.json) return yield* printJson(connectionView(created))
+      yield* Console.log(
+        `Added stdio MCP connection ${created.name} (id ${created.id}): ${[command, ...args].join(" ").slice(0, 200)}` +
+          (created.kind === "mcp" ? ` (tools as ${created.toolPrefix ?? `${created.name}/`}<tool>)` : "")
+      )
+    }))
+  })
+
 const connectionAdd = Command.make("add", {
   name: Argument.String("name").pipe(Argument.withDescription("Connection name (letters, digits, _ . -)")),
   baseUrl: Flag.String("base-url").pipe(
@@ -206,6 +274,29 @@ const connectionAdd = Command.make("add", {
   transport: Flag.Literals("transport", ["streamable-http", "sse"]).pipe(
     Flag.withDescription("With --mcp-url: the upstream's transport"),
     Flag.optional
+  ),
+  stdio: Flag.Boolean("stdio").pipe(
+    Flag.withDescription(
+      "An upstream MCP server Janus runs: give its program after --, e.g. `--stdio -- npx -y @modelcontextprotocol/server-memory` (allowed by JANUS_STDIO_COMMANDS)"
+    ),
+    Flag.withDefault(false)
+  ),
+  env: Flag.KeyValuePair("env").pipe(
+    Flag.withDescription("With --stdio: an environment variable of the program, KEY=VALUE (repeatable)"),
+    Flag.optional
+  ),
+  envSecret: Flag.KeyValuePair("env-secret").pipe(
+    Flag.withDescription("With --stdio: an environment variable whose value is a secret, KEY=SECRET_NAME (repeatable)"),
+    Flag.optional
+  ),
+  cwd: Flag.String("cwd").pipe(Flag.withDescription("With --stdio: the program's working directory"), Flag.optional),
+  pollInterval: Flag.Int("poll-interval").pipe(
+    Flag.withDescription("MCP connections: ms between list fetches while the upstream offers no change channel"),
+    Flag.optional
+  ),
+  program: Argument.String("program").pipe(
+    Argument.withDescription("With --stdio, after --: the program and its arguments"),
+    Argument.variadic()
   ),
   toolPrefix: Flag.String("tool-prefix").pipe(
     Flag.withDescription("With --mcp-url: put in front of every upstream tool name (default NAME/; \"\" for none)"),
@@ -232,10 +323,26 @@ const connectionAdd = Command.make("add", {
   json
 }, (input) =>
   handled(Effect.gen(function*() {
+    if (input.stdio) return yield* addStdio(input)
+    for (
+      const [flag, given] of [
+        ["--env", Option.isSome(input.env)],
+        ["--env-secret", Option.isSome(input.envSecret)],
+        ["--cwd", Option.isSome(input.cwd)]
+      ] as const
+    ) {
+      if (given) return yield* fail(`${flag} applies to --stdio connections only`, "use it with --stdio")
+    }
+    if (input.program.length > 0) {
+      return yield* fail(
+        `unexpected arguments: ${input.program.join(" ").slice(0, 100)}`,
+        "a program (after --) is given with --stdio only"
+      )
+    }
     if (Option.isSome(input.baseUrl) === Option.isSome(input.mcpUrl)) {
       return yield* fail(
         Option.isSome(input.baseUrl) ? "--base-url and --mcp-url cannot be used together" : "no URL given",
-        "give --base-url URL for a REST API or --mcp-url URL for an upstream MCP server"
+        "give --base-url URL for a REST API, --mcp-url URL for an upstream MCP server, or --stdio -- PROGRAM ARGS"
       )
     }
     const mcp = Option.isSome(input.mcpUrl)
@@ -309,7 +416,8 @@ const connectionAdd = Command.make("add", {
             url,
             auth,
             transport: Option.getOrElse(input.transport, () => "streamable-http" as const),
-            toolPrefix: Option.getOrNull(input.toolPrefix)
+            toolPrefix: Option.getOrNull(input.toolPrefix),
+            ...(Option.isSome(input.pollInterval) ? { pollIntervalMs: input.pollInterval.value } : {})
           } :
           // oauth was refused above for REST connections
           { kind: "rest", ...common, baseUrl: url, auth: auth as ConnectionAuth }
@@ -328,7 +436,11 @@ const connectionAdd = Command.make("add", {
           (created.kind === "mcp" ? ` (tools as ${created.toolPrefix ?? `${created.name}/`}<tool>)` : "")
       )
     }))
-  }))).pipe(Command.withDescription("Add a connection: a REST API (--base-url) or an upstream MCP server (--mcp-url)"))
+  }))).pipe(
+    Command.withDescription(
+      "Add a connection: a REST API (--base-url), an upstream MCP server (--mcp-url), or one Janus runs (--stdio -- PROGRAM ARGS)"
+    )
+  )
 
 const connectionView = (
   c: Connections["Service"] extends { list: Effect.Effect<ReadonlyArray<infer C>, any> } ? C
@@ -341,7 +453,9 @@ const connectionView = (
   auth: c.auth,
   egressAllowList: c.egressAllowList,
   description: c.description,
-  ...(c.kind === "mcp" ? { transport: c.transport, toolPrefix: c.toolPrefix } : {})
+  ...(c.kind === "mcp"
+    ? { transport: c.transport, ...c.stdio, toolPrefix: c.toolPrefix, pollIntervalMs: c.pollIntervalMs }
+    : {})
 })
 
 const connectionList = Command.make("list", { json }, (input) =>

@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import { Config, Console, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import * as OAuthVariables from "./OAuthVariables.ts"
 import * as Settings from "./Settings.ts"
 
 /** One environment variable: its parser, default, and whether its value is secret. */
@@ -37,6 +38,10 @@ const variable = <A>(parse: Settings.Parser<A>, defaultValue: A, doc: string, se
 
 const optional = <A>(parse: Settings.Parser<A>, doc: string, secret = false): Variable<Option.Option<A>> =>
   variable((raw) => Result.map(parse(raw), Option.some), Option.none(), doc, secret)
+
+const showList = (values: ReadonlyArray<string>) => values.join(",")
+
+const httpUrl: Settings.Parser<string> = (raw) => Result.map(Settings.url(["https", "http"])(raw), Redacted.value)
 
 /**
  * Every variable Janus reads. The key is the environment variable's name.
@@ -62,6 +67,13 @@ export const VARIABLES = {
   ),
   JANUS_SHUTDOWN_TIMEOUT: variable(Settings.duration(), Duration.seconds(20), "How long a drain may take on SIGTERM"),
   JANUS_ALLOWED_ORIGINS: variable(Settings.list, [], "Extra Origins allowed on /mcp (comma-separated)"),
+  JANUS_ALLOWED_HOSTS: variable(
+    Settings.hostNames,
+    [],
+    "Host names the gateway answers to besides loopback names, IP addresses, JANUS_HOST and OAUTH_RESOURCE's host " +
+      "(comma-separated; .example.com for a domain and its subdomains): every other Host is refused " +
+      "(DNS rebinding)"
+  ),
   JANUS_DEMO: variable(Settings.boolean, false, "Seed a demo downstream and endpoints on start"),
   LOG_LEVEL: variable(
     Settings.oneOf(["trace", "debug", "info", "warn", "error", "fatal"]),
@@ -100,15 +112,81 @@ export const VARIABLES = {
   RATE_LIMIT_IP_BURST: variable(Settings.int(1, 1_000_000), 600, "Per-IP burst"),
   RATE_LIMIT_IDENTITY: variable(Settings.int(1, 1_000_000), 50, "Per-identity requests per second (fairness tier)"),
   RATE_LIMIT_IDENTITY_BURST: variable(Settings.int(1, 1_000_000), 100, "Per-identity burst"),
+  RATE_LIMIT_AUTH_FAILURES: variable(
+    Settings.int(1, 1_000_000),
+    30,
+    "Failed admin API authentications per minute per address; past the burst the address gets 429"
+  ),
+  RATE_LIMIT_AUTH_FAILURES_BURST: variable(Settings.int(1, 1_000_000), 10, "Failed authentications allowed in a row"),
   OAUTH_ENABLED: variable(Settings.boolean, false, "Accept OAuth 2.1 access tokens (JWT) from OAUTH_ISSUERS"),
-  OAUTH_ISSUERS: variable(Settings.list, [], "Trusted authorization servers by issuer URL (comma-separated)"),
+  OAUTH_ISSUERS: variable(
+    Settings.list,
+    [],
+    "Trusted authorization servers by issuer URL (comma-separated; a trailing slash does not matter; {tenantid} " +
+      "stands for any tenant of a multi-tenant issuer)"
+  ),
   OAUTH_RESOURCE: optional(
-    (raw) => Result.map(Settings.url(["https", "http"])(raw), (r) => Redacted.value(r)),
+    httpUrl,
     "This gateway's canonical resource URI (RFC 8707), e.g. https://janus.example.com/mcp"
   ),
   OAUTH_TOOL_SCOPES: variable(Settings.list, ["mcp:tools"], "Scopes an access token needs for /mcp"),
   OAUTH_ADMIN_SCOPES: variable(Settings.list, ["janus:admin"], "Scopes an access token needs for /api/v1"),
-  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses")
+  OAUTH_AUDIENCES: variable(
+    Settings.perIssuer(Settings.list, showList),
+    Settings.everyIssuer<ReadonlyArray<string>>(undefined, showList),
+    "Audiences accepted besides OAUTH_RESOURCE (Entra api://... or app id, Auth0 API identifier); per issuer: " +
+      "<issuer>=<list>; ..."
+  ),
+  OAUTH_SCOPE_CLAIMS: variable(
+    Settings.perIssuer(Settings.list, showList),
+    Settings.everyIssuer<ReadonlyArray<string>>(["scope", "scp"], showList),
+    "Claims scopes are read from (scope, scp, roles, permissions, realm_access.roles, ...); per issuer: " +
+      "<issuer>=<list>; ..."
+  ),
+  OAUTH_SCOPE_PREFIX: variable(
+    Settings.perIssuer(Settings.text, String),
+    Settings.everyIssuer<string>(undefined, String),
+    "Prefix stripped from granted scopes and put before the scopes clients are told to request (Entra: " +
+      "api://<app>/); per issuer: <issuer>=<prefix>; ..."
+  ),
+  OAUTH_JWKS_URL: variable(
+    Settings.perIssuer(httpUrl, String),
+    Settings.everyIssuer<string>(undefined, String),
+    "Where an issuer's signing keys are fetched; unset: discovered from its metadata; per issuer: <issuer>=<url>; ..."
+  ),
+  OAUTH_TENANTS: variable(
+    Settings.perIssuer(Settings.list, showList),
+    Settings.everyIssuer<ReadonlyArray<string>>(undefined, showList),
+    "Tenants a multi-tenant issuer ({tenantid} in OAUTH_ISSUERS) may name; unset: any; per issuer: " +
+      "<issuer>=<list>; ..."
+  ),
+  OAUTH_HTTP_ISSUERS: variable(
+    Settings.list,
+    [],
+    "Issuers (of OAUTH_ISSUERS) allowed on plain http beyond loopback, with their JWKS URL (in-cluster servers)"
+  ),
+  OAUTH_CLOCK_TOLERANCE: variable(
+    Settings.perIssuer(Settings.duration(Duration.minutes(10)), Duration.format),
+    Settings.everyIssuer(Duration.seconds(60), Duration.format),
+    "Tolerance for exp, nbf and iat; per issuer: <issuer>=<duration>; ..."
+  ),
+  OAUTH_JWKS_REFRESH: variable(
+    // not under the on-demand refetch window (OAuthOptions' jwksMinRefreshInterval)
+    Settings.perIssuer(Settings.duration(Duration.days(1), Duration.seconds(30)), Duration.format),
+    Settings.everyIssuer(Duration.minutes(10), Duration.format),
+    "How often each issuer's signing keys are fetched again (at least 30s); per issuer: <issuer>=<duration>; ..."
+  ),
+  OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS: variable(
+    Settings.boolean,
+    true,
+    "Accept tokens for OAUTH_RESOURCE (and OAUTH_AUDIENCES) on /servers/{name}/mcp, besides tokens for that URL"
+  ),
+  REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses"),
+  JANUS_STDIO_COMMANDS: variable(
+    Settings.list,
+    [],
+    "Programs stdio upstream MCP servers may run: names on PATH or absolute paths, * within a path segment (comma-separated); empty allows none"
+  )
 } as const
 
 type Variables = typeof VARIABLES
@@ -154,7 +232,10 @@ export const load: Effect.Effect<JanusSettings, InvalidConfiguration> = Effect.g
     }
     const parsed = v.parse(raw.value)
     if (Result.isSuccess(parsed)) {
-      settings[name] = parsed.success
+      // a per-issuer setting given for some issuers only keeps the default for the others
+      settings[name] = parsed.success instanceof Settings.PerIssuer && v.default instanceof Settings.PerIssuer
+        ? parsed.success.withDefault(v.default.all)
+        : parsed.success
     } else {
       problems.push(
         new InvalidVariable({ name, value: v.secret ? mask(raw.value) : show(raw.value), expected: parsed.failure })
@@ -186,26 +267,7 @@ export const load: Effect.Effect<JanusSettings, InvalidConfiguration> = Effect.g
       })
     )
   }
-  const oauthEnabled = settings.OAUTH_ENABLED === true
-  if (oauthEnabled && (settings.OAUTH_ISSUERS as ReadonlyArray<string> | undefined)?.length === 0) {
-    problems.push(
-      new InvalidVariable({
-        name: "OAUTH_ISSUERS",
-        value: "(empty)",
-        expected: "at least one issuer URL when OAUTH_ENABLED is true, e.g. https://auth.example.com"
-      })
-    )
-  }
-  if (oauthEnabled && Option.isNone(settings.OAUTH_RESOURCE as Option.Option<string>)) {
-    problems.push(
-      new InvalidVariable({
-        name: "OAUTH_RESOURCE",
-        value: "(unset)",
-        expected: "this gateway's public URL of /mcp when OAUTH_ENABLED is true (tokens' audience), " +
-          "e.g. https://janus.example.com/mcp"
-      })
-    )
-  }
+  for (const problem of OAuthVariables.problems(settings)) problems.push(new InvalidVariable(problem))
   if (problems.length > 0) return yield* new InvalidConfiguration({ problems })
   return settings as JanusSettings
 })

@@ -40,15 +40,23 @@ const unitMillis: Record<string, number> = {
  * A duration such as `5s`, `500ms`, `2m`, `1h` or `30 seconds`; `0` means off.
  * A bare number is read as seconds, as operators of the Go original wrote it.
  */
-export const duration = (max: Duration.Duration = Duration.days(1)): Parser<Duration.Duration> => (raw) => {
+export const duration = (
+  max: Duration.Duration = Duration.days(1),
+  min: Duration.Duration = Duration.zero
+): Parser<Duration.Duration> =>
+(raw) => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw)
-  const expected = `a duration such as 500ms, 5s, 2m or 1h (at most ${Duration.format(max)})`
+  const expected = `a duration such as 500ms, 5s, 2m or 1h (${
+    Duration.isZero(min) ? "" : `at least ${Duration.format(min)}, `
+  }at most ${Duration.format(max)})`
   if (!match) return Result.fail(expected)
   const unit = match[2]!.toLowerCase()
   const factor = unit === "" ? 1_000 : unitMillis[unit]
   if (factor === undefined) return Result.fail(expected)
   const millis = Number(match[1]) * factor
-  return millis <= Duration.toMillis(max) ? Result.succeed(Duration.millis(millis)) : Result.fail(expected)
+  return millis <= Duration.toMillis(max) && millis >= Duration.toMillis(min)
+    ? Result.succeed(Duration.millis(millis))
+    : Result.fail(expected)
 }
 
 /** `true`/`false` and the usual spellings of them. */
@@ -65,6 +73,30 @@ export const port: Parser<number> = (raw) => Result.mapError(int(0, 65_535)(raw)
 /** A host name or IP address to listen on. */
 export const host: Parser<string> = (raw) =>
   /^[A-Za-z0-9.:-]+$/.test(raw.trim()) ? Result.succeed(raw.trim()) : Result.fail("a host name or IP address")
+
+const hostLabel = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+
+/**
+ * Host names the gateway answers to (`JANUS_ALLOWED_HOSTS`), comma-separated:
+ * `janus.example.com` (that name), `.example.com` (it and every subdomain),
+ * or `*` (any name: no DNS-rebinding protection). Lowercased; a trailing dot
+ * is dropped. A port, scheme or path is refused: the check is by name.
+ */
+export const hostNames: Parser<ReadonlyArray<string>> = (raw) => {
+  const names: Array<string> = []
+  for (const entry of raw.split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "")) {
+    const name = entry.endsWith(".") && entry !== "." ? entry.slice(0, -1) : entry
+    const labels = (name.startsWith(".") ? name.slice(1) : name).split(".")
+    if (name !== "*" && !labels.every((label) => hostLabel.test(label))) {
+      return Result.fail(
+        `host names separated by commas, such as janus.example.com or .example.com (that domain and its ` +
+          `subdomains), or * for any; ${JSON.stringify(entry)} is not one (no scheme, port or path)`
+      )
+    }
+    names.push(name)
+  }
+  return Result.succeed(names)
+}
 
 /** A URL with one of the given schemes, kept redacted since it may carry a password. */
 export const url = (schemes: ReadonlyArray<string>): Parser<Redacted.Redacted<string>> => (raw) => {
@@ -110,3 +142,75 @@ export const text: Parser<string> = (raw) =>
 /** A comma-separated list of non-empty items. */
 export const list: Parser<ReadonlyArray<string>> = (raw) =>
   Result.succeed(raw.split(",").map((s) => s.trim()).filter((s) => s !== ""))
+
+/**
+ * A setting given for every issuer, per issuer, or both: `;`-separated
+ * entries, each `value` (every issuer without an entry of its own) or
+ * `<issuer>=value`. Issuer keys are compared up to a trailing slash.
+ */
+export class PerIssuer<A> {
+  /** The value for every issuer without its own. */
+  readonly all: A | undefined
+  /** `[issuer, value]` pairs, in the order written. */
+  readonly byIssuer: ReadonlyArray<readonly [string, A]>
+  readonly #show: (value: A) => string
+
+  constructor(all: A | undefined, byIssuer: ReadonlyArray<readonly [string, A]>, show: (value: A) => string) {
+    this.all = all
+    this.byIssuer = byIssuer
+    this.#show = show
+  }
+
+  /** The value for `issuer`. */
+  for(issuer: string): A | undefined {
+    const key = withoutSlash(issuer)
+    return this.byIssuer.find(([i]) => withoutSlash(i) === key)?.[1] ?? this.all
+  }
+
+  /** The same setting with `all` defaulting to `fallback`. */
+  withDefault(fallback: A | undefined): PerIssuer<A> {
+    return this.all !== undefined || fallback === undefined ? this : new PerIssuer(fallback, this.byIssuer, this.#show)
+  }
+
+  /** The setting as written (for `GET /api/v1/config`). */
+  toString(): string {
+    return [
+      ...(this.all === undefined ? [] : [this.#show(this.all)]),
+      ...this.byIssuer.map(([issuer, value]) => `${issuer}=${this.#show(value)}`)
+    ].join("; ")
+  }
+}
+
+const withoutSlash = (issuer: string) => issuer.endsWith("/") ? issuer.slice(0, -1) : issuer
+
+// an issuer key: an http(s) URL up to the first `=`; never a query or fragment, as issuers have none
+const ISSUER_ENTRY = /^\s*(https?:\/\/[^\s=?#]+)\s*=(.*)$/i
+
+/** Parses a {@link PerIssuer} setting whose values `parse` reads; `show` writes a value back. */
+export const perIssuer = <A>(parse: Parser<A>, show: (value: A) => string): Parser<PerIssuer<A>> => (raw) => {
+  let all: A | undefined
+  const byIssuer: Array<readonly [string, A]> = []
+  for (const entry of raw.split(";").map((e) => e.trim()).filter((e) => e !== "")) {
+    const keyed = ISSUER_ENTRY.exec(entry)
+    const parsed = parse(keyed === null ? entry : keyed[2]!.trim())
+    if (Result.isFailure(parsed)) {
+      return Result.fail(
+        `${parsed.failure}, for every issuer or as <issuer>=<value> entries separated by ";"` +
+          (keyed === null ? "" : ` (the entry for ${keyed[1]})`)
+      )
+    }
+    if (keyed === null) {
+      if (all !== undefined) {
+        return Result.fail(`one value for every issuer at most; per issuer, write <issuer>=<value>`)
+      }
+      all = parsed.success
+    } else {
+      byIssuer.push([keyed[1]!, parsed.success])
+    }
+  }
+  return Result.succeed(new PerIssuer(all, byIssuer, show))
+}
+
+/** An empty {@link PerIssuer}, or one with `all`. */
+export const everyIssuer = <A>(all: A | undefined, show: (value: A) => string): PerIssuer<A> =>
+  new PerIssuer(all, [], show)

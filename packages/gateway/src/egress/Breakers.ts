@@ -13,7 +13,8 @@
  * - What counts against a connection: a 5xx answer (its `Retry-After` can
  *   lengthen the opening), a transport failure and a timeout. What does not:
  *   2xx-4xx answers (the server is up; 4xx are the caller's mistakes), egress
- *   refusals, oversized responses and cancellation.
+ *   refusals, oversized responses, cancellation, and a request the gateway
+ *   could not send (`UnsendableRequest`: nothing reached the downstream).
  * - The breaker wraps the whole call, retries and total timeout inside it, so
  *   it sees one outcome per call (see `CircuitBreaker` module docs).
  * - Open (and half-open with its probe in flight) fails fast with

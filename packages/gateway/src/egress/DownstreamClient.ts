@@ -50,7 +50,8 @@ import {
   DownstreamTimeout,
   DownstreamUnavailable,
   InvalidEgressConfig,
-  ResponseTooLarge
+  ResponseTooLarge,
+  UnsendableRequest
 } from "./Errors.ts"
 import type { DownstreamRequest, DownstreamResponse } from "./Exchange.ts"
 import { isRetryable, mayRetry, RetryableStatus, retryOptions } from "./RetryPolicy.ts"
@@ -401,11 +402,10 @@ const fromHttpClientError = (
     case "UND_ERR_RES_EXCEEDED_MAX_SIZE":
       return new ResponseTooLarge({ connection, target, limitBytes: prepared.maxResponseBytes })
     case "UND_ERR_INVALID_ARG":
-      return new DownstreamUnavailable({
+      // refused before anything was sent: the request's fault, not the downstream's
+      return new UnsendableRequest({
         connection,
-        target,
-        reason: "the HTTP client rejected the request (invalid argument)",
-        transient: false
+        reason: "a header value, the method or the URL holds characters HTTP cannot carry"
       })
   }
   const transient = error.reason._tag === "TransportError" || error.reason._tag === "DecodeError"

@@ -7,6 +7,9 @@
  *   transport error (an `HttpClientError` holds the request, and so the
  *   injected credential): fields are host names, addresses, codes and fixed
  *   sentences chosen here, so every error is safe in logs and audit records.
+ * - Only what the downstream or the network did is a `DownstreamUnavailable`
+ *   or `DownstreamTimeout` (what its circuit breaker counts); a request the
+ *   gateway could not send is an `UnsendableRequest`.
  * - HTTP statuses are not errors: a 4xx or 5xx answer is returned as data and
  *   the caller maps it to an `isError` result.
  * - `target` names an origin (`scheme://host:port`), never a path or query,
@@ -100,6 +103,21 @@ export class DownstreamCancelled extends Schema.TaggedError<DownstreamCancelled>
   }
 }
 
+/**
+ * The HTTP client refused to send the request as it was built (a header
+ * value, the method or the URL holds characters HTTP cannot carry): nothing
+ * left the gateway, so the downstream did nothing wrong and this never counts
+ * against its circuit breaker. `reason` is a fixed sentence, never a value.
+ */
+export class UnsendableRequest extends Schema.TaggedError<UnsendableRequest>()("UnsendableRequest", {
+  connection: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `The request to connection ${this.connection} could not be sent: ${this.reason}`
+  }
+}
+
 /** A connection's egress settings are unusable (bad base URL, allow-list entry, auth header name, secret). */
 export class InvalidEgressConfig extends Schema.TaggedError<InvalidEgressConfig>()("InvalidEgressConfig", {
   connection: Schema.String,
@@ -115,3 +133,4 @@ export type DownstreamError =
   | ResponseTooLarge
   | DownstreamCancelled
   | InvalidEgressConfig
+  | UnsendableRequest

@@ -12,7 +12,8 @@
  *   and live is exact.
  * - `?topics=a,b` narrows the stream; no parameter means every topic.
  * - A bad `Last-Event-ID` is a 400 that says what is expected.
- * - The stream is admin-only: `AdminAuth` guards it (see `admin/`).
+ * - The stream is admin-only: `AdminAuth` guards it (see `admin/`), and it
+ *   ends when the admin's credential is revoked or expires.
  * - No compression or buffering sits between the stream and the socket: a
  *   buffer would accept writes a stalled client never reads and hide the
  *   blocked write that ADR-0197 uses to drop it.
@@ -23,6 +24,7 @@ import { EventLog, Filter, Frame, Hub, Wire } from "@janus/sse"
 import { EventLog as StorageEventLog } from "@janus/storage"
 import { Effect, Layer, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { endWhen } from "../http/StreamEnd.ts"
 
 /** The sse package's replay interface over storage's `broker_event` log. */
 export const EventLogLive: Layer.Layer<EventLog.EventLog, never, StorageEventLog> = Layer.effect(
@@ -57,23 +59,27 @@ const filterOf = (request: HttpServerRequest.HttpServerRequest): Filter.Filter =
   return Filter.topics(topics.split(",").map((t) => t.trim()).filter((t) => t !== ""))
 }
 
+/** The guard's decision: the refusal to send, or the stream, ending when `until` completes. */
+export type Admission =
+  | { readonly _tag: "Refused"; readonly response: HttpServerResponse.HttpServerResponse }
+  | { readonly _tag: "Admitted"; readonly until: Effect.Effect<void> }
+
 /**
- * `GET /api/v1/events`, with `guard` deciding who may watch: it answers the
- * refusal to send, or `undefined` to let the request through.
+ * `GET /api/v1/events`, with `guard` deciding who may watch and for how long
+ * (the stream ends when the watcher's credential does).
  */
 export const routes = <R>(
-  guard: (
-    request: HttpServerRequest.HttpServerRequest
-  ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, R>
+  guard: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Admission, never, R>
 ) =>
   HttpRouter.use(Effect.fn(function*(router) {
     const hub = yield* Hub.Hub
     yield* router.add("GET", "/api/v1/events", (request) =>
-      Effect.flatMap(guard(request), (refusal) =>
-        refusal !== undefined ? Effect.succeed(refusal) : Wire.lastEventIdOf(request).pipe(
+      Effect.flatMap(guard(request), (admission) =>
+        admission._tag === "Refused" ? Effect.succeed(admission.response) : Wire.lastEventIdOf(request).pipe(
           Effect.flatMap((lastEventId) =>
             Wire.eventsResponse(filterOf(request), lastEventId)
           ),
+          Effect.map((response) => endWhen(response, admission.until)),
           Effect.provideService(Hub.Hub, hub),
           Effect.catchTag("InvalidLastEventId", (error) =>
             Effect.succeed(

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+export { type RelayHooks, RelayRefused, UpstreamRelay } from "../mcp/Relay.ts"
 export * as CompositeCatalog from "./CompositeCatalog.ts"
 export * from "./Errors.ts"
 export {
@@ -19,7 +20,6 @@ export {
   type UpstreamState,
   type UpstreamStatus
 } from "./FederatedCatalog.ts"
-export { type RelayHooks, RelayRefused, UpstreamRelay } from "./Relay.ts"
 export { type OAuthClientCredentials, UpstreamAuth, type UpstreamAuthConfig } from "./UpstreamAuth.ts"
 export * as UpstreamClient from "./UpstreamClient.ts"
 export { UpstreamHttp } from "./UpstreamHttp.ts"

@@ -41,6 +41,14 @@ export interface Caller {
    * through: the catalog serves only that server's tools. Absent: `/mcp`.
    */
   readonly virtualServer?: string | undefined
+  /** The client token's id (`kind: "client_token"`): its streams end when it is revoked or deleted. */
+  readonly tokenId?: string | undefined
+  /**
+   * When the credential stops being accepted (epoch ms): a client token's
+   * expiry, an access token's `exp` plus the clock skew. Absent: never. Open
+   * streams end then.
+   */
+  readonly expiresAt?: number | undefined
 }
 
 /** The caller of every request until authentication is configured. */

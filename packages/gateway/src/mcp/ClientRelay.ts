@@ -2,7 +2,7 @@
  * What a calling client gets of an upstream call besides progress: the
  * upstream's log messages and, on 2025-era sessions, its server-to-client
  * requests (`sampling/createMessage`, `elicitation/create`, `roots/list`),
- * built as the per-call `RelayHooks` of `../federation/Relay.ts`.
+ * built as the per-call `RelayHooks` of `Relay.ts`.
  *
  * **Rules**
  *
@@ -29,8 +29,8 @@
  * @since 0.1.0
  */
 import { Effect, Option, Stream } from "effect"
-import { type RelayHooks, RelayRefused } from "../federation/Relay.ts"
 import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
+import { type RelayHooks, RelayRefused } from "./Relay.ts"
 import { type McpSessionStore, newStreamId } from "./Sessions.ts"
 
 /** RFC 5424 severities as MCP names them, lowest first. */

@@ -19,7 +19,12 @@
  *   MissingRequiredClientCapability (-32021, HTTP 400) and
  *   `data.requiredCapabilities`. 2025-era clients cannot receive one and get a
  *   tool error result instead.
- * - Unknown tools and bad arguments are Invalid Params (-32602); gateway
+ * - Arguments the gateway judged invalid (`InvalidToolArguments` with
+ *   `asToolResult`: the tool's input schema) are a tool result with
+ *   `isError: true` naming the argument and what was expected (MCP
+ *   2025-11-25 "Error Handling": input validation errors are tool execution
+ *   errors, so a model can correct itself).
+ * - Unknown tools and malformed params are Invalid Params (-32602); gateway
  *   refusals (limits, shedding, breaker, authorization) are -32000 with
  *   `data.reason`.
  * - Methods are case-sensitive; unknown ones are Method not found (-32601),
@@ -34,21 +39,23 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
-import { type RelayHooks, UpstreamRelay } from "../federation/Relay.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
-import { McpGuard } from "./Guard.ts"
-import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
+import { type AdmissionRefused, McpGuard } from "./Guard.ts"
+import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
+import { type RelayHooks, UpstreamRelay } from "./Relay.ts"
 import {
   type CallToolResult,
   describeToolCallError,
   type InputRequest,
   type InputRequiredResult,
+  type InvalidToolArguments,
   type ProgressReporter,
   type Tool,
   type ToolCallError,
   type ToolCallOutcome,
+  ToolCallRefused,
   ToolCatalog
 } from "./ToolCatalog.ts"
 
@@ -87,6 +94,11 @@ export interface CallContext {
    * `ClientRelay.ts`). `clientCapabilities` is added from this context.
    */
   readonly relay?: RelayHooks | undefined
+  /**
+   * The limiter charge of this message when it is not the first of its HTTP
+   * request (a JSON-RPC batch): a tools/call runs it inside its audited guard.
+   */
+  readonly admitted?: Effect.Effect<void, AdmissionRefused> | undefined
 }
 
 /** A `x-mcp-header` annotated argument of a tool (2026-07-28 `Mcp-Param-*`). */
@@ -227,6 +239,12 @@ const toProtocolError = (error: ToolCallError): ProtocolError => {
       })
   }
 }
+
+/** An input validation error as MCP 2025-11-25 answers it: a tool result with `isError`, for the model to read. */
+const inputErrorResult = (error: InvalidToolArguments): CallToolResult => ({
+  content: [{ type: "text", text: describeToolCallError(error) }],
+  isError: true
+})
 
 /** What the client sees of a defect: no internals. */
 const internalError = (name: string): ProtocolError =>
@@ -384,13 +402,13 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     const name = params?.name
     if (typeof name !== "string") {
       return yield* ProtocolError.invalidParams(
-        `tools/call requires params.name (a string), got ${JSON.stringify(name) ?? "nothing"}`
+        `tools/call params.name is ${describeValue(name)}; expected the tool's name (a string)`
       )
     }
     const args = params?.arguments
     if (args !== undefined && !isObject(args)) {
       return yield* ProtocolError.invalidParams(
-        `tools/call params.arguments must be an object, got ${Array.isArray(args) ? "an array" : typeof args}`
+        `tools/call params.arguments is ${describeValue(args)}; expected an object (or no arguments at all)`
       )
     }
     const inputResponses = params?.inputResponses
@@ -402,6 +420,16 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       return yield* ProtocolError.invalidParams("tools/call params.requestState must be a string")
     }
     const abort = new AbortController()
+    const admitted = context.admitted === undefined ? undefined : Effect.mapError(
+      context.admitted,
+      (refusal) =>
+        new ToolCallRefused({
+          name,
+          reason: "rate_limited",
+          detail: refusal.message,
+          ...(refusal.retryAfterMs === undefined ? {} : { retryAfterMs: refusal.retryAfterMs })
+        })
+    )
     const outcome = yield* guard.guardCall(
       context.caller,
       name,
@@ -415,12 +443,18 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       }).pipe(
         // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)
         Effect.provideService(UpstreamRelay, { ...context.relay, clientCapabilities: context.clientCapabilities })
-      )
+      ),
+      admitted
     ).pipe(
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),
       Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-      Effect.mapError(toProtocolError),
+      // one combinator for both: an input error the gateway judged is a result, the rest protocol errors
+      Effect.catch((error) =>
+        error._tag === "InvalidToolArguments" && error.asToolResult === true ?
+          Effect.succeed(inputErrorResult(error)) :
+          Effect.fail(toProtocolError(error))
+      ),
       Effect.catchDefect((defect) =>
         Effect.andThen(
           Effect.logError(`tools/call of '${name}' failed unexpectedly`, defect),

@@ -7,6 +7,8 @@
  *
  * `admit` runs once per HTTP request before the body is read (per-IP limiter,
  * authenticate, per-identity limiter) and yields the {@link Caller};
+ * `admitMessage` charges the limiters for each further message of a JSON-RPC
+ * batch (one request carrying N messages costs what N requests cost);
  * `guardCall` wraps every `tools/call` (authorize, concurrency permit) around
  * the catalog call, which resolves the tool and does the rest. The default
  * layer admits everyone as the anonymous caller with no limits; the auth and
@@ -15,7 +17,7 @@
  * @since 0.1.0
  */
 import { Context, Data, Effect, Layer } from "effect"
-import type { Headers } from "effect/http"
+import type { Headers, HttpServerRequest } from "effect/http"
 import * as Caller from "./Caller.ts"
 import type { ToolCallRefused } from "./ToolCatalog.ts"
 
@@ -27,6 +29,14 @@ export interface AdmissionRequest {
   readonly remoteAddress: string | undefined
 }
 
+/** What admission sees of `request`. */
+export const admissionRequest = (request: HttpServerRequest.HttpServerRequest): AdmissionRequest => ({
+  method: request.method,
+  url: request.url,
+  headers: request.headers,
+  remoteAddress: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
+})
+
 /**
  * An HTTP-level refusal (401 unauthenticated, 403 forbidden, 429 rate limited,
  * 503 shed). `message` is user-visible; `headers` carries e.g.
@@ -36,17 +46,29 @@ export class AdmissionRefused extends Data.TaggedError("AdmissionRefused")<{
   readonly status: 401 | 403 | 429 | 503
   readonly message: string
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** A rate limit's refusal: when a token is available again. */
+  readonly retryAfterMs?: number | undefined
 }> {}
 
 /** @since 0.1.0 */
 export class McpGuard extends Context.Service<McpGuard, {
   /** per-IP limiter -> authenticate -> per-identity limiter. */
   readonly admit: (request: AdmissionRequest) => Effect.Effect<Caller.Caller, AdmissionRefused>
-  /** authorize the tool -> concurrency permit, then `call` (resolve -> ...). */
+  /**
+   * One more message of an admitted request (each message of a JSON-RPC batch
+   * after the first): one token of the per-IP and per-identity limits.
+   */
+  readonly admitMessage: (request: AdmissionRequest, caller: Caller.Caller) => Effect.Effect<void, AdmissionRefused>
+  /**
+   * `admitted` (a batch message's `admitMessage`, if any) -> authorize the
+   * tool -> concurrency permit, then `call` (resolve -> ...); every refusal
+   * among them is audited.
+   */
   readonly guardCall: <A, E, R>(
     caller: Caller.Caller,
     toolName: string,
-    call: Effect.Effect<A, E, R>
+    call: Effect.Effect<A, E, R>,
+    admitted?: Effect.Effect<void, ToolCallRefused> | undefined
   ) => Effect.Effect<A, E | ToolCallRefused, R>
 }>()("@janus/gateway/mcp/McpGuard") {
   /** Everyone is the anonymous caller; no limits. */
@@ -54,7 +76,8 @@ export class McpGuard extends Context.Service<McpGuard, {
     McpGuard,
     McpGuard.of({
       admit: () => Effect.succeed(Caller.anonymous),
-      guardCall: (_caller, _toolName, call) => call
+      admitMessage: () => Effect.void,
+      guardCall: (_caller, _toolName, call, admitted) => admitted === undefined ? call : Effect.andThen(admitted, call)
     })
   )
 }

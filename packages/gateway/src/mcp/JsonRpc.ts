@@ -46,30 +46,70 @@ const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
 
 const isId = (u: unknown): u is RequestId => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
+/** Longest JSON text of a client's value quoted in an error message. */
+const MAX_SHOWN = 60
+
+/**
+ * A client's JSON value in words, for error messages: `null`, `the number 5`,
+ * `the string "hi"`, `an object`. `JSON.stringify` would call a number that
+ * overflowed while parsing (`1e400` parses as Infinity) `null`, and
+ * `typeof` calls null an object.
+ */
+export const describeValue = (value: unknown): string => {
+  switch (typeof value) {
+    case "undefined":
+      return "nothing"
+    case "number":
+      return Number.isFinite(value) ?
+        `the number ${value}` :
+        "a number too large to represent (it overflows to infinity, as 1e400 does)"
+    case "string": {
+      const json = JSON.stringify(value)
+      return `the string ${json.length > MAX_SHOWN ? `${json.slice(0, MAX_SHOWN - 4)}…"` : json}`
+    }
+    case "boolean":
+      return String(value)
+    default:
+      return value === null ? "null" : Array.isArray(value) ? "an array" : "an object"
+  }
+}
+
 /** Classifies one parsed JSON value as a JSON-RPC message. */
 export const classify = (value: unknown): Message => {
   if (!isObject(value)) {
-    return { _tag: "Invalid", id: null, reason: "a JSON-RPC message must be a JSON object" }
+    return {
+      _tag: "Invalid",
+      id: null,
+      reason: `got ${describeValue(value)}; expected one JSON-RPC message (a JSON object)`
+    }
   }
   const id = isId(value.id) ? value.id : null
   if (value.jsonrpc !== "2.0") {
     return {
       _tag: "Invalid",
       id,
-      reason: `"jsonrpc" is ${JSON.stringify(value.jsonrpc) ?? "missing"}; expected "2.0"`
+      reason: `"jsonrpc" is ${value.jsonrpc === undefined ? "missing" : describeValue(value.jsonrpc)}; expected "2.0"`
     }
   }
   if ("method" in value) {
     if (typeof value.method !== "string") {
-      return { _tag: "Invalid", id, reason: `"method" must be a string, got ${typeof value.method}` }
+      return { _tag: "Invalid", id, reason: `"method" is ${describeValue(value.method)}; expected a string` }
     }
     const params = value.params
     if (params !== undefined && !isObject(params)) {
-      return { _tag: "Invalid", id, reason: `"params" of '${value.method}' must be an object` }
+      return {
+        _tag: "Invalid",
+        id,
+        reason: `"params" of '${value.method}' is ${describeValue(params)}; expected an object`
+      }
     }
     if (!("id" in value)) return { _tag: "Notification", method: value.method, params }
     if (id === null) {
-      return { _tag: "Invalid", id: null, reason: `"id" must be a string or a number, got ${JSON.stringify(value.id)}` }
+      return {
+        _tag: "Invalid",
+        id: null,
+        reason: `"id" is ${describeValue(value.id)}; expected a string or a finite number`
+      }
     }
     return { _tag: "Request", id, method: value.method, params }
   }

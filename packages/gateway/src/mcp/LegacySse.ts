@@ -16,6 +16,10 @@
  * server-to-client requests, whose responses the client POSTs like any
  * message (see `ClientRelay.ts`).
  *
+ * Both routes share the Streamable HTTP endpoint's gate (`guarded`: Origin,
+ * admission, CORS for allowed browser origins, and the stream's end when its
+ * credential is revoked or expires); CORS preflights are answered on both.
+ *
  * The session lives with its SSE connection, so it is local to the instance
  * that holds the connection (this transport cannot move between replicas).
  *
@@ -35,14 +39,23 @@ import { newSessionId } from "./Sessions.ts"
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
 
+type Handler<R> = (
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+
 /** What the Streamable HTTP module shares with this transport. */
 export interface LegacyOptions {
   readonly ssePath: HttpRouter.PathInput
   readonly messagesPath: HttpRouter.PathInput
-  readonly gate: (
-    request: HttpServerRequest.HttpServerRequest
-  ) => Effect.Effect<Caller | HttpServerResponse.HttpServerResponse>
-  readonly isResponse: (u: Caller | HttpServerResponse.HttpServerResponse) => u is HttpServerResponse.HttpServerResponse
+  /** A handler for an admitted caller, behind the endpoint's gate (Origin, admission, CORS, stream lifetime). */
+  readonly guarded: <R>(
+    handle: (
+      request: HttpServerRequest.HttpServerRequest,
+      caller: Caller
+    ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+  ) => Handler<R>
+  /** `OPTIONS`: a CORS preflight is answered, anything else goes to `otherwise`. */
+  readonly preflightOr: <R>(otherwise: Handler<R>) => Handler<R>
   readonly readBody: (
     request: HttpServerRequest.HttpServerRequest
   ) => Effect.Effect<ParsedBody | HttpServerResponse.HttpServerResponse>
@@ -72,10 +85,8 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
   const sessions = new Map<string, LegacySession>()
   const listChanged = Sse.named("message", encodeNotification("notifications/tools/list_changed"))
 
-  const open = (request: HttpServerRequest.HttpServerRequest) =>
+  const open = (request: HttpServerRequest.HttpServerRequest, gated: Caller) =>
     Effect.gen(function*() {
-      const gated = yield* options.gate(request)
-      if (options.isResponse(gated)) return gated
       if (!accepts(request.headers[Header.accept], "text/event-stream")) {
         return HttpReply.error(
           null,
@@ -217,10 +228,8 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
       session.inflight.set(key, fiber)
     })
 
-  const post = (request: HttpServerRequest.HttpServerRequest) =>
+  const post = (request: HttpServerRequest.HttpServerRequest, gated: Caller) =>
     Effect.gen(function*() {
-      const gated = yield* options.gate(request)
-      if (options.isResponse(gated)) return gated
       const sessionId = new URL(request.url, "http://localhost").searchParams.get("sessionId")
       if (sessionId === null) {
         return HttpReply.error(
@@ -257,6 +266,17 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
       return HttpReply.accepted
     })
 
-  yield* router.add("GET", options.ssePath, open)
-  yield* router.add("POST", options.messagesPath, post)
+  const notAllowed = (allow: "GET" | "POST") =>
+    options.guarded((request) =>
+      Effect.succeed(HttpReply.error(
+        null,
+        ProtocolError.invalidRequest(`HTTP method ${request.method} is not supported here; use ${allow}`, 405),
+        { allow }
+      ))
+    )
+
+  yield* router.add("GET", options.ssePath, options.guarded(open))
+  yield* router.add("OPTIONS", options.ssePath, options.preflightOr(notAllowed("GET")))
+  yield* router.add("POST", options.messagesPath, options.guarded(post))
+  yield* router.add("OPTIONS", options.messagesPath, options.preflightOr(notAllowed("POST")))
 })

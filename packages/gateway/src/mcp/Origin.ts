@@ -13,6 +13,16 @@
  * set, so the check is one `Set.has` (plus a URL parse only for origins that
  * are not in the set).
  *
+ * The admin API is stricter ({@link sameOrigin}): Studio is served by the
+ * gateway itself, so a browser may call `/api/v1` only from the gateway's own
+ * origin; requests without `Origin` (curl, scripts) pass. Same-origin means
+ * the origin's host and port equal the `Host` header's (the scheme's default
+ * port when the header has none, as behind TLS termination), or the browser
+ * says so itself with `Sec-Fetch-Site: same-origin` (a header no page can
+ * set), which still holds when a proxy rewrote `Host`. DNS rebinding makes a
+ * hostile page same-origin too: the `Host` check (`http/HostCheck.ts`) is what
+ * refuses it.
+ *
  * @since 0.1.0
  */
 
@@ -64,3 +74,29 @@ export const make = (policy: OriginPolicy = {}): (origin: string | undefined) =>
 /** The 403 message: which origin, and what would have been accepted. */
 export const rejectionMessage = (origin: string): string =>
   `Origin '${origin}' is not allowed: expected no Origin header, a loopback origin, or one of the configured allowed origins`
+
+/**
+ * Whether a request to the admin API comes from no browser page, or from a
+ * page of the gateway's own origin; see the module comment.
+ */
+export const sameOrigin = (
+  origin: string | undefined,
+  host: string | undefined,
+  fetchSite: string | undefined
+): boolean => {
+  if (origin === undefined) return true
+  if (fetchSite?.trim().toLowerCase() === "same-origin") return true
+  if (host === undefined) return false
+  try {
+    const page = new URL(origin)
+    if (page.protocol !== "http:" && page.protocol !== "https:") return false
+    return new URL(`${page.protocol}//${host.trim()}`).host === page.host
+  } catch {
+    return false
+  }
+}
+
+/** The admin API's 403 message. */
+export const crossSiteMessage = (origin: string): string =>
+  `Origin ${JSON.stringify(origin.slice(0, 200))} may not call the admin API: it accepts requests from ` +
+  `Studio's own origin and from clients that send no Origin (curl, scripts), never from another site`

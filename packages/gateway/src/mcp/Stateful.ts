@@ -15,7 +15,13 @@
  *   is 400 UnsupportedProtocolVersion. Any 2025-era value is accepted (clients
  *   in the wild send their default one) and the negotiated revision governs.
  * - Notifications and responses are answered 202 Accepted. JSON-RPC batches are
- *   accepted on 2025-03-26 sessions only (400 otherwise).
+ *   accepted on 2025-03-26 sessions only (400 otherwise). Each message of a
+ *   batch after the first takes its own tokens of the per-IP and
+ *   per-identity limits (`McpGuard.admitMessage`), as its own POST would: a
+ *   refused request gets a -32000 error with `data.reason` `rate_limited`
+ *   (a refused tools/call is audited so), a refused notification or response
+ *   is dropped, and a batch that leaves nothing to answer because of it is
+ *   429.
  * - `tools/call` answers JSON when the call finishes within `streamAfter`
  *   without reporting progress (nothing to resume, nothing stored); otherwise
  *   an SSE stream whose events have ids (`<stream>.<seq>`) and are stored for
@@ -60,6 +66,7 @@ import type { Caller } from "./Caller.ts"
 import * as Cancellations from "./Cancellations.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
+import { type AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
   classify,
@@ -131,6 +138,7 @@ const errorOf = (exit: Exit.Exit<unknown, ProtocolError>): ProtocolError =>
 export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   const store = yield* McpSessionStore
   const dispatcher = yield* Dispatcher
+  const guard = yield* McpGuard
   const signals = yield* ListChangedSignals
   const calls = yield* FiberSet.make<void, never>()
   const inflight = new Map<string, Map<string, { fiber: Fiber.Fiber<void> | undefined }>>()
@@ -406,10 +414,22 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   })
 
   /** Methods answered with the session itself rather than by the dispatcher. */
-  const sessionMethod = (session: McpSession, caller: Caller, message: Request) =>
+  const sessionMethod = (
+    session: McpSession,
+    caller: Caller,
+    message: Request,
+    admitted?: Effect.Effect<void, AdmissionRefused>
+  ) =>
     message.method === "logging/setLevel" ?
       ClientRelay.setLevel(store, session.id, message.params) :
-      dispatcher.dispatch(contextFor(session, caller, Option.none()), message.method, message.params)
+      dispatcher.dispatch(
+        admitted === undefined ? contextFor(session, caller, Option.none()) : {
+          ...contextFor(session, caller, Option.none()),
+          admitted
+        },
+        message.method,
+        message.params
+      )
 
   const handleRequest = (session: McpSession, caller: Caller, message: Request) => {
     if (message.method === "tools/call") return callTool(session, caller, message)
@@ -433,10 +453,39 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   const notification = (session: McpSession, message: Extract<Message, { _tag: "Notification" }>) =>
     message.method === "notifications/cancelled" ? cancel(session.id, message.params) : Effect.void
 
-  /** One message of a 2025-03-26 batch; its encoded response, if it gets one. */
-  const batchItem = (session: McpSession, caller: Caller, value: unknown) =>
+  /** A limiter's refusal of one batch message, as its JSON-RPC error. */
+  const rateLimited = (refusal: AdmissionRefused) =>
+    new ProtocolError({
+      code: ErrorCode.refused,
+      message: refusal.message,
+      data: refusal.retryAfterMs === undefined ?
+        { reason: "rate_limited" } :
+        { reason: "rate_limited", retryAfterMs: refusal.retryAfterMs },
+      status: 429
+    })
+
+  /**
+   * One message of a 2025-03-26 batch; its encoded response, if it gets one,
+   * or the refusal that dropped it. `admitted` charges the limiters for it
+   * (every message but the first).
+   */
+  const batchItem = (
+    session: McpSession,
+    caller: Caller,
+    value: unknown,
+    admitted: Effect.Effect<void, AdmissionRefused> | undefined
+  ): Effect.Effect<Option.Option<string> | AdmissionRefused> =>
     Effect.gen(function*() {
       const message = classify(value)
+      // a tools/call is charged inside its guard, so that its refusal is audited
+      if (admitted !== undefined && !(message._tag === "Request" && message.method === "tools/call")) {
+        const charged = yield* Effect.result(admitted)
+        if (charged._tag === "Failure") {
+          return message._tag === "Request" || message._tag === "Invalid" ?
+            Option.some(encodeError(message.id, rateLimited(charged.failure))) :
+            charged.failure
+        }
+      }
       switch (message._tag) {
         case "Invalid":
           return Option.some(
@@ -459,7 +508,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           const fiber = yield* track(
             session.id,
             message.id,
-            sessionMethod(session, caller, message).pipe(
+            sessionMethod(session, caller, message, admitted).pipe(
               Effect.exit,
               Effect.map((exit) => {
                 response = Option.some(
@@ -475,6 +524,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     })
 
   const batch = Effect.fnUntraced(function*(
+    request: HttpServerRequest.HttpServerRequest,
     session: McpSession,
     caller: Caller,
     values: ReadonlyArray<unknown>
@@ -490,11 +540,38 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     if (values.length === 0) {
       return HttpReply.error(null, ProtocolError.invalidRequest("Invalid Request: the batch is empty"))
     }
-    const responses = yield* Effect.forEach(values, (value) => batchItem(session, caller, value), {
-      concurrency: "unbounded"
-    })
-    const bodies = responses.flatMap((response) => Option.isSome(response) ? [response.value] : [])
-    if (bodies.length === 0) return HttpReply.accepted
+    // the request's admission paid for its first message; every other one pays its own way
+    const admission = admissionRequest(request)
+    const admitted = guard.admitMessage(admission, caller)
+    const responses = yield* Effect.forEach(
+      values,
+      (value, index) => batchItem(session, caller, value, index === 0 ? undefined : admitted),
+      { concurrency: "unbounded" }
+    )
+    const bodies: Array<string> = []
+    let refusal: AdmissionRefused | undefined
+    let dropped = 0
+    for (const response of responses) {
+      if (Option.isOption(response)) {
+        if (Option.isSome(response)) bodies.push(response.value)
+      } else {
+        refusal = response
+        dropped++
+      }
+    }
+    if (bodies.length === 0) {
+      if (refusal === undefined) return HttpReply.accepted
+      const error = rateLimited(refusal)
+      return HttpReply.error(
+        null,
+        new ProtocolError({
+          ...error,
+          message:
+            `${error.message} (${dropped} of the ${values.length} notifications and responses of this batch were dropped)`
+        }),
+        { ...refusal.headers, ...sessionHeaders(session) }
+      )
+    }
     return HttpReply.json(`[${bodies.join(",")}]`, 200, sessionHeaders(session))
   })
 
@@ -507,16 +584,18 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     Effect.gen(function*() {
       if (Array.isArray(body)) {
         const session = yield* loadSession(request, caller)
-        return yield* batch(session, caller, body)
+        return yield* batch(request, session, caller, body)
       }
       const message = classify(body)
       if (message._tag === "Request" && message.method === "initialize") {
         return yield* initialize(request, caller, message)
       }
+      // what is wrong with the message comes before what is wrong with the session
+      if (message._tag === "Invalid") {
+        return HttpReply.error(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
+      }
       const session = yield* loadSession(request, caller)
       switch (message._tag) {
-        case "Invalid":
-          return HttpReply.error(message.id, ProtocolError.invalidRequest(`Invalid Request: ${message.reason}`))
         case "Response":
           // the answer to a server-to-client request; its call may wait on another replica
           yield* ClientRelay.deliverReply(store, session.id, body)

@@ -11,7 +11,9 @@
  * error codes and header decoding.
  *
  * Rules enforced here, before a revision is chosen (all revisions):
- * - `Origin` present and not allowed: 403 (see `Origin.ts`).
+ * - `Origin` present and not allowed: 403 (see `Origin.ts`). An allowed one
+ *   gets CORS: preflights answered before admission, `Access-Control-*` on
+ *   every response, refusals included (see `Cors.ts`).
  * - Admission (per-IP limiter, authentication, per-identity limiter; see
  *   `Guard.ts`) before the body is read.
  * - POST: `Content-Type` must be `application/json` (415); `Accept` must list
@@ -19,6 +21,9 @@
  *   to `maxBodyBytes` (413, checked against `Content-Length` before reading);
  *   invalid JSON is 400 Parse error (-32700). GET must accept
  *   `text/event-stream` (406). Other methods: 405 with `Allow`.
+ * - An event-stream response ends when the credential that opened it stops
+ *   being valid (revoked, deleted or expired, on any replica), through
+ *   `streamLifetime`: every transport's streams, the legacy `/sse` included.
  * - Revision choice: a request whose `params._meta` claims a protocol version,
  *   or whose `MCP-Protocol-Version` header is `2026-07-28` (except an
  *   `initialize` without a claim), is served statelessly (`Stateless.ts`);
@@ -30,9 +35,11 @@ import { Deferred, Duration, Effect, Layer } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import * as Hardening from "../auth/Hardening.ts"
+import { endWhen } from "../http/StreamEnd.ts"
 import type { Caller } from "./Caller.ts"
+import * as Cors from "./Cors.ts"
 import { Dispatcher, type DispatcherOptions } from "./Dispatcher.ts"
-import { AdmissionRefused, McpGuard } from "./Guard.ts"
+import { AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
 import { classify, ProtocolError } from "./JsonRpc.ts"
@@ -65,6 +72,12 @@ export interface McpHttpOptions extends DispatcherOptions {
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
   /** Allow loopback browser origins. Default `true`. */
   readonly allowLocalhostOrigins?: boolean | undefined
+  /**
+   * Completes when the credential `caller` was admitted with stops being
+   * valid (revoked, deleted, expired); `since` is when the request arrived.
+   * Every event-stream response of the caller ends then. Default: never.
+   */
+  readonly streamLifetime?: ((caller: Caller, since: number) => Effect.Effect<void>) | undefined
   /** Largest accepted request body. Default 1 MiB. */
   readonly maxBodyBytes?: number | undefined
   /** `retry` (ms) of priming events. Default 1000. */
@@ -151,12 +164,9 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
   ): Effect.Effect<Caller | HttpServerResponse.HttpServerResponse> => {
     const origin = request.headers[Header.origin]
     if (!originAllowed(origin)) return Effect.succeed(forbidden(origin!))
-    const admitted = guard.admit({
-      method: request.method,
-      url: request.url,
-      headers: request.headers,
-      remoteAddress: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
-    }).pipe(Effect.catchTag("AdmissionRefused", (refusal) => Effect.succeed(refused(refusal))))
+    const admitted = guard.admit(admissionRequest(request)).pipe(
+      Effect.catchTag("AdmissionRefused", (refusal) => Effect.succeed(refused(refusal)))
+    )
     if (scopeCaller === undefined) return admitted
     // after authentication: this mount's narrowing (e.g. the virtual server of `/servers/:name/mcp`)
     return Effect.flatMap(
@@ -208,10 +218,52 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
         ))
     )
 
-  const post = (request: HttpServerRequest.HttpServerRequest) =>
+  /** A streamed response of `caller` that ends when its credential does. */
+  const lifetime = options.streamLifetime
+  const untilRevoked = (caller: Caller, since: number) => (response: HttpServerResponse.HttpServerResponse) =>
+    lifetime === undefined || response.body._tag !== "Stream" ? response : endWhen(response, lifetime(caller, since))
+
+  /**
+   * A route's handler behind the gate: `handle` runs for an admitted caller;
+   * every response to an allowed browser origin gets CORS headers, and an
+   * event stream ends with the caller's credential.
+   */
+  const guarded = <R>(
+    handle: (
+      request: HttpServerRequest.HttpServerRequest,
+      caller: Caller
+    ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+  ) =>
+  (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+    Effect.clockWith((clock) => {
+      const since = clock.currentTimeMillisUnsafe()
+      const origin = request.headers[Header.origin]
+      const served = Effect.flatMap(
+        gate(request),
+        (gated) =>
+          isResponse(gated) ? Effect.succeed(gated) : Effect.map(handle(request, gated), untilRevoked(gated, since))
+      )
+      return origin !== undefined && originAllowed(origin) ? Effect.map(served, Cors.allow(origin)) : served
+    })
+
+  /** `OPTIONS`: a CORS preflight from an allowed origin is answered before admission; anything else is 405. */
+  const preflightOr = <R>(
+    otherwise: (
+      request: HttpServerRequest.HttpServerRequest
+    ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+  ) =>
+  (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> => {
+    if (!Cors.isPreflight(request.headers)) return otherwise(request)
+    const origin = request.headers[Header.origin]!
+    return Effect.succeed(
+      originAllowed(origin)
+        ? Cors.preflight(origin, request.headers["access-control-request-headers"])
+        : forbidden(origin)
+    )
+  }
+
+  const post = (request: HttpServerRequest.HttpServerRequest, gated: Caller) =>
     Effect.gen(function*() {
-      const gated = yield* gate(request)
-      if (isResponse(gated)) return gated
       const contentType = mediaTypeEssence(request.headers[Header.contentType])
       if (contentType !== "application/json") {
         return HttpReply.error(
@@ -235,58 +287,67 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
       const read = yield* readBody(request)
       if (!isParsedBody(read)) return read
       const body = read.value
-      return isStatelessBody(body, request.headers[Header.protocolVersion]) ?
+      const version = request.headers[Header.protocolVersion]
+      if (!isObject(body)) {
+        // not one message: said as such, before any session rule could be quoted instead
+        if (!Array.isArray(body)) {
+          const invalid = classify(body) as { readonly reason: string }
+          return HttpReply.error(null, ProtocolError.invalidRequest(`Invalid Request: ${invalid.reason}`))
+        }
+        if (version?.trim() === STATELESS_VERSION) {
+          return HttpReply.error(
+            null,
+            ProtocolError.invalidRequest(
+              `Invalid Request: got a JSON-RPC batch of ${body.length} messages; protocol ${STATELESS_VERSION} (the MCP-Protocol-Version header) takes one message per POST`
+            )
+          )
+        }
+      }
+      return isStatelessBody(body, version) ?
         yield* stateless(request, gated, classify(body)) :
         yield* stateful.post(request, gated, body)
     })
 
-  const get = (request: HttpServerRequest.HttpServerRequest) =>
-    Effect.gen(function*() {
-      const gated = yield* gate(request)
-      if (isResponse(gated)) return gated
-      if (!accepts(request.headers[Header.accept], "text/event-stream")) {
-        return HttpReply.error(
-          null,
-          ProtocolError.invalidRequest(
-            `Accept ${
-              JSON.stringify(request.headers[Header.accept] ?? "(missing)")
-            } must list text/event-stream to open the GET stream`,
-            406
-          )
-        )
-      }
-      return yield* stateful.get(request, gated)
-    })
-
-  const del = (request: HttpServerRequest.HttpServerRequest) =>
-    Effect.gen(function*() {
-      const gated = yield* gate(request)
-      if (isResponse(gated)) return gated
-      return yield* stateful.delete(request, gated)
-    })
-
-  const notAllowed = (request: HttpServerRequest.HttpServerRequest) =>
-    Effect.map(gate(request), (gated) =>
-      isResponse(gated) ? gated : HttpReply.error(
+  const get = (request: HttpServerRequest.HttpServerRequest, gated: Caller) => {
+    if (!accepts(request.headers[Header.accept], "text/event-stream")) {
+      return Effect.succeed(HttpReply.error(
         null,
         ProtocolError.invalidRequest(
-          `HTTP method ${request.method} is not supported on the MCP endpoint; use POST, GET or DELETE`,
-          405
-        ),
-        { allow: "GET, POST, DELETE" }
+          `Accept ${
+            JSON.stringify(request.headers[Header.accept] ?? "(missing)")
+          } must list text/event-stream to open the GET stream`,
+          406
+        )
       ))
+    }
+    return stateful.get(request, gated)
+  }
 
-  yield* router.add("POST", path, post)
-  yield* router.add("GET", path, get)
-  yield* router.add("DELETE", path, del)
-  for (const method of ["PUT", "PATCH", "OPTIONS"] as const) yield* router.add(method, path, notAllowed)
+  const del = (request: HttpServerRequest.HttpServerRequest, gated: Caller) => stateful.delete(request, gated)
+
+  const notAllowed = guarded((request) =>
+    Effect.succeed(HttpReply.error(
+      null,
+      ProtocolError.invalidRequest(
+        `HTTP method ${request.method} is not supported on the MCP endpoint; use POST, GET or DELETE`,
+        405
+      ),
+      { allow: "GET, POST, DELETE" }
+    ))
+  )
+
+  yield* router.add("POST", path, guarded(post))
+  yield* router.add("GET", path, guarded(get))
+  yield* router.add("DELETE", path, guarded(del))
+  for (const method of ["PUT", "PATCH"] as const) yield* router.add(method, path, notAllowed)
+  yield* router.add("OPTIONS", path, preflightOr(notAllowed))
 
   if (options.legacySse !== false) {
     yield* LegacySse.mount({
       ssePath: options.legacySse?.ssePath ?? "/sse",
       messagesPath: options.legacySse?.messagesPath ?? "/messages",
-      gate,
-      isResponse,
+      guarded,
+      preflightOr,
       readBody,
       keepAlive,
       shutdown

@@ -67,11 +67,22 @@ export class ToolNotFound extends Schema.TaggedError<ToolNotFound>()("ToolNotFou
   name: Schema.String
 }) {}
 
-/** The arguments do not fit the tool's input schema (JSON-RPC -32602). */
+/**
+ * The arguments do not fit the tool: its input schema, or what the request
+ * they go into can carry. Audited `invalid`.
+ */
 export class InvalidToolArguments extends Schema.TaggedError<InvalidToolArguments>()("InvalidToolArguments", {
   name: Schema.String,
   /** What is wrong, with which value, and what is expected. */
-  detail: Schema.String
+  detail: Schema.String,
+  /**
+   * `true` when the gateway judged the arguments itself: answered as a tool
+   * result with `isError: true`, as MCP 2025-11-25 wants input validation
+   * errors answered ("Tool Execution Errors"), so a model reads what to
+   * correct. Otherwise JSON-RPC -32602 (an upstream server's own Invalid
+   * params, relayed as it came).
+   */
+  asToolResult: Schema.optional(Schema.Boolean)
 }) {}
 
 /** Why the gateway refused to run a call. */

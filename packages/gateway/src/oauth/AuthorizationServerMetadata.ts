@@ -10,8 +10,10 @@
  *   (`https://as/tenant/.well-known/openid-configuration`). This is the order
  *   the MCP SDK's clients use. A 404 moves to the next URL.
  * - RFC 8414 §3.3 / OpenID Discovery §4.3: the document's `issuer` must be
- *   identical to the issuer it was fetched for, or it is refused (mix-up
- *   defence).
+ *   the issuer it was fetched for, up to one trailing slash (`Issuers.ts`),
+ *   or it is refused (mix-up defence). A multi-tenant issuer's metadata may
+ *   name the template instead (Entra's `common` metadata names
+ *   `https://login.microsoftonline.com/{tenantid}/v2.0`).
  * - The document must name a `jwks_uri` (RFC 8414 §2), an https URL (http only
  *   on loopback unless `allowInsecureHttp`).
  *
@@ -20,6 +22,7 @@
 import { Duration, Effect, Schema } from "effect"
 import type { HttpClient } from "effect/http"
 import { fetchJson } from "./internal/fetchJson.ts"
+import { normalizeIssuer } from "./Issuers.ts"
 import { isLoopbackHost } from "./OAuthOptions.ts"
 
 /** The fields of RFC 8414 / OpenID Discovery metadata the resource server reads. */
@@ -42,6 +45,12 @@ export class DiscoveryError extends Schema.TaggedError<DiscoveryError>()("Discov
 export interface DiscoveryUrl {
   readonly url: string
   readonly kind: "oauth-authorization-server" | "openid-configuration"
+}
+
+/** Metadata that names a `jwks_uri`, and where it was found. */
+export type DiscoveredMetadata = AuthorizationServerMetadata & {
+  readonly jwks_uri: string
+  readonly metadataUrl: string
 }
 
 /** The metadata URLs of `issuer`, in the order they are tried. */
@@ -69,9 +78,15 @@ const decode = Schema.decodeUnknownEffect(AuthorizationServerMetadata)
  */
 export const discover = (
   issuer: string,
-  options: { readonly timeout: Duration.Duration; readonly allowInsecureHttp?: boolean | undefined }
-): Effect.Effect<AuthorizationServerMetadata & { readonly jwks_uri: string }, DiscoveryError, HttpClient.HttpClient> =>
+  options: {
+    readonly timeout: Duration.Duration
+    readonly allowInsecureHttp?: boolean | undefined
+    /** Other `issuer` values the metadata may name (a multi-tenant issuer's template). */
+    readonly alsoAccept?: ReadonlyArray<string> | undefined
+  }
+): Effect.Effect<DiscoveredMetadata, DiscoveryError, HttpClient.HttpClient> =>
   Effect.gen(function*() {
+    const accepted = new Set([issuer, ...(options.alsoAccept ?? [])].map(normalizeIssuer))
     const failures: Array<string> = []
     for (const candidate of discoveryUrls(issuer)) {
       const result = yield* Effect.result(fetchJson(candidate.url, options.timeout))
@@ -88,7 +103,7 @@ export const discover = (
           new DiscoveryError({ issuer, message: `${candidate.url} is not authorization server metadata` })
         )
       )
-      if (metadata.issuer !== issuer) {
+      if (!accepted.has(normalizeIssuer(metadata.issuer))) {
         return yield* new DiscoveryError({
           issuer,
           message: `${candidate.url} names a different issuer; refused (RFC 8414 §3.3)`
@@ -101,7 +116,7 @@ export const discover = (
       if (!acceptableUrl(jwksUri, options.allowInsecureHttp === true)) {
         return yield* new DiscoveryError({ issuer, message: `${candidate.url} names a jwks_uri that is not https` })
       }
-      return { ...metadata, jwks_uri: jwksUri }
+      return { ...metadata, jwks_uri: jwksUri, metadataUrl: candidate.url }
     }
     return yield* new DiscoveryError({ issuer, message: `no metadata found: ${failures.join("; ")}` })
   })

@@ -11,7 +11,8 @@
  *   the ready HTTP response (`Challenge`). It is `Respondable`, so a route that
  *   lets it fail gets the right 401/403/503 without more code.
  * - Which scopes: `toolScopes` for MCP endpoints, `adminScopes` for
- *   `/api/v1`; the metadata URL in the challenge follows the request path.
+ *   `/api/v1`; the resource (hence the audiences accepted) and the metadata
+ *   URL in the challenge follow the request path (`Resources.ts`).
  *
  * @since 0.1.0
  */
@@ -21,6 +22,7 @@ import { respond } from "./Challenge.ts"
 import { JwtVerifier, type OAuthIdentity, type TokenRequirement } from "./JwtVerifier.ts"
 import type { AuthenticationError } from "./OAuthErrors.ts"
 import { OAuthConfig } from "./OAuthOptions.ts"
+import { resourceOf } from "./Resources.ts"
 
 /** The request was refused; `response` is the challenge to send. */
 export class OAuthRejection extends Data.TaggedError("OAuthRejection")<{
@@ -42,7 +44,9 @@ export const authenticate = (
 ): Effect.Effect<OAuthIdentity, OAuthRejection, JwtVerifier | OAuthConfig> =>
   Effect.gen(function*() {
     const verifier = yield* JwtVerifier
-    return yield* verifier.verifyRequest(request.headers, requirement).pipe(
+    const settings = yield* OAuthConfig
+    const resource = requirement?.resource ?? resourceOf(settings, request.url).resource
+    return yield* verifier.verifyRequest(request.headers, { ...requirement, resource }).pipe(
       Effect.catch((error) =>
         Effect.flatMap(
           respond(error, { requestPath: request.url, scopes: requirement?.scopes }),

@@ -22,7 +22,8 @@ import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { AuthenticationError } from "./OAuthErrors.ts"
 import { OAuthConfig } from "./OAuthOptions.ts"
-import { metadataUrl } from "./ProtectedResourceMetadata.ts"
+import { metadataUrl } from "./Resources.ts"
+import { advertise } from "./Scopes.ts"
 
 /** The parameters of a `Bearer` challenge. */
 export interface ChallengeParams {
@@ -51,7 +52,7 @@ export interface ChallengeContext {
   readonly resourceMetadataUrl: string
   /** The scopes the refused operation requires. */
   readonly scopes: ReadonlyArray<string>
-  /** `Retry-After` of a 503 (keys unavailable). Default 30 seconds. */
+  /** `Retry-After` of a 503 (keys unavailable) when the error does not say. Default 30 seconds. */
   readonly retryAfter?: Duration.Duration | undefined
 }
 
@@ -95,7 +96,14 @@ export const challengeResponse = (
           status: 503,
           headers: {
             "cache-control": "no-store",
-            "retry-after": String(Math.ceil(Duration.toSeconds(context.retryAfter ?? Duration.seconds(30))))
+            "retry-after": String(Math.max(
+              1,
+              Math.ceil(
+                error.retryAfterMs === undefined
+                  ? Duration.toSeconds(context.retryAfter ?? Duration.seconds(30))
+                  : error.retryAfterMs / 1000
+              )
+            ))
           }
         }
       )
@@ -104,8 +112,8 @@ export const challengeResponse = (
 
 /**
  * The response for `error` on a request to `requestPath`, with the metadata
- * URL and scopes taken from the configuration: `scopes` defaults to the tool
- * scopes (pass `adminScopes` for the admin API).
+ * URL and scopes taken from the configuration: `scopes` (as checked; the
+ * challenge names them as clients request them) defaults to the tool scopes.
  */
 export const respond = (
   error: AuthenticationError,
@@ -115,7 +123,9 @@ export const respond = (
     const settings = yield* OAuthConfig
     return challengeResponse(error, {
       resourceMetadataUrl: metadataUrl(settings, options?.requestPath),
-      scopes: options?.scopes ?? settings.toolScopes,
+      scopes: options?.scopes === undefined
+        ? settings.advertisedToolScopes
+        : advertise(options.scopes, settings.advertisedScopePrefix),
       retryAfter: settings.jwksMinRefreshInterval
     })
   })

@@ -8,12 +8,18 @@
  *   except for the first fetch of an issuer's keys and for a token whose `kid`
  *   is unknown (key rotation).
  * - Keys are fetched at start (in the background, so the gateway starts even
- *   when an authorization server is down) and refreshed every
+ *   when an authorization server is down) and refreshed every issuer's
  *   `jwksRefreshInterval` (10 minutes). A failed refresh keeps the keys held.
  * - On-demand fetches (first fetch, unknown `kid`) are rate-limited: at most one
  *   per issuer within `jwksMinRefreshInterval` (30 s) of the previous fetch,
  *   and concurrent callers share one fetch. A flood of tokens with invented
  *   `kid`s therefore costs the authorization server one request per window.
+ * - An unknown `kid` is only called unknown once a fetch made for it (or
+ *   after it arrived) came back without it. When the keys cannot be fetched
+ *   now (the fetch failed, or the window has not passed), the answer is
+ *   `JwksUnavailable` with the time until the next fetch may run: a 503 with
+ *   `Retry-After`, not a 401 that would send the client to re-authorise in a
+ *   loop while the authorization server is rotating or down.
  * - The JWKS URI is the configured one, or discovered (RFC 8414, then OpenID
  *   Discovery) and re-discovered after a failed fetch.
  * - Only public asymmetric signing keys are kept (`kty` RSA, EC or OKP, no
@@ -54,9 +60,20 @@ export interface JwksStatus {
   readonly generation: number
   readonly keyCount: number
   readonly fetchedAt: number | undefined
+  readonly jwksUri: string | undefined
   readonly fetches: number
   readonly failures: number
   readonly lastError: string | undefined
+}
+
+/** A fetched, usable key set. */
+export interface FetchedKeySet {
+  readonly uri: string
+  readonly keySet: JWTVerifyGetKey
+  readonly kids: ReadonlySet<string>
+  readonly keyCount: number
+  /** Entries dropped as not public signing keys. */
+  readonly dropped: number
 }
 
 interface IssuerState {
@@ -82,6 +99,40 @@ export const isPublicSigningKey = (jwk: Readonly<Record<string, unknown>>): bool
   PRIVATE_MEMBERS.every((member) => !(member in jwk)) &&
   (jwk.use === undefined || jwk.use === "sig")
 
+/** Fetches the key set at `uri`; fails with the reason in words (never a body). */
+export const fetchKeySet = (
+  uri: string,
+  timeout: Duration.Duration
+): Effect.Effect<FetchedKeySet, string, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const result = yield* fetchJson(uri, timeout)
+    if (result._tag === "NotFound") return yield* Effect.fail(`${uri} answered HTTP ${result.status}`)
+    const document = yield* decodeJwks(result.json).pipe(Effect.mapError(() => `${uri} is not a JWK Set`))
+    const usable = document.keys.filter(isPublicSigningKey)
+    if (usable.length === 0) return yield* Effect.fail(`${uri} holds no public signing key`)
+    const keySet = yield* Effect.try({
+      try: () => jose().createLocalJWKSet({ keys: usable as unknown as Array<JWK> }),
+      catch: () => `${uri} is not a valid JWK Set`
+    })
+    const kids = new Set(usable.flatMap((jwk) => typeof jwk.kid === "string" ? [jwk.kid] : []))
+    return { uri, keySet, kids, keyCount: usable.length, dropped: document.keys.length - usable.length }
+  })
+
+/**
+ * The JWKS URI of `server`: the configured one, else discovered from its
+ * metadata (for a multi-tenant issuer, at the advertised tenant, accepting
+ * metadata that names the template itself, as Entra's `common` does).
+ */
+export const jwksUriOf = (
+  server: AuthorizationServer,
+  timeout: Duration.Duration
+): Effect.Effect<string, string, HttpClient.HttpClient> =>
+  server.jwksUri !== undefined ? Effect.succeed(server.jwksUri) : discover(server.advertised, {
+    timeout,
+    allowInsecureHttp: server.allowInsecureHttp,
+    alsoAccept: server.template === undefined ? [] : [server.issuer]
+  }).pipe(Effect.map((metadata) => metadata.jwks_uri), Effect.mapError((error) => error.message))
+
 type Mode = "initial" | "unknown-key" | "scheduled"
 
 /** Per-instance cache of every trusted issuer's JWKS. */
@@ -91,7 +142,8 @@ export class JwksCache extends Context.Service<JwksCache, {
   /**
    * A token named a key that `seen` lacks: refetch unless a fetch happened
    * within `jwksMinRefreshInterval`, sharing the fetch with concurrent callers.
-   * Returns the newest snapshot, which is `seen` itself when nothing was fetched.
+   * Returns a snapshot newer than `seen` (which may still lack the key), or
+   * fails with `JwksUnavailable` when no newer one can be had now.
    */
   readonly refreshForUnknownKey: (issuer: string, seen: JwksSnapshot) => Effect.Effect<JwksSnapshot, JwksUnavailable>
   /** Refetches now, regardless of the rate limit (the periodic refresh uses it). */
@@ -100,7 +152,7 @@ export class JwksCache extends Context.Service<JwksCache, {
 }>()("@janus/gateway/oauth/JwksCache") {
   /**
    * Fetches every issuer's keys in the background at start, then every
-   * `jwksRefreshInterval`; the background fiber ends with the layer's scope.
+   * issuer's `jwksRefreshInterval`; the background fibers end with the layer's scope.
    */
   static readonly layer: Layer.Layer<JwksCache, never, OAuthConfig | HttpClient.HttpClient> = Layer.effect(
     JwksCache,
@@ -125,28 +177,9 @@ export class JwksCache extends Context.Service<JwksCache, {
 
       const fetchKeys = (state: IssuerState) =>
         Effect.gen(function*() {
-          const issuer = state.server.issuer
-          let jwksUri = state.server.jwksUri ?? state.discoveredUri
-          if (jwksUri === undefined) {
-            const metadata = yield* discover(issuer, {
-              timeout: settings.httpTimeout,
-              allowInsecureHttp: settings.allowInsecureHttp
-            }).pipe(Effect.mapError((error) => error.message))
-            jwksUri = metadata.jwks_uri
-            state.discoveredUri = jwksUri
-          }
-          const uri = jwksUri
-          const result = yield* fetchJson(uri, settings.httpTimeout)
-          if (result._tag === "NotFound") return yield* Effect.fail(`${uri} answered HTTP ${result.status}`)
-          const document = yield* decodeJwks(result.json).pipe(Effect.mapError(() => `${uri} is not a JWK Set`))
-          const usable = document.keys.filter(isPublicSigningKey)
-          if (usable.length === 0) return yield* Effect.fail(`${uri} holds no public signing key`)
-          const keySet = yield* Effect.try({
-            try: () => jose().createLocalJWKSet({ keys: usable as unknown as Array<JWK> }),
-            catch: () => `${uri} is not a valid JWK Set`
-          })
-          const kids = new Set(usable.flatMap((jwk) => typeof jwk.kid === "string" ? [jwk.kid] : []))
-          return { uri, keySet, kids, keyCount: usable.length, dropped: document.keys.length - usable.length }
+          const uri = state.discoveredUri ?? (yield* jwksUriOf(state.server, settings.httpTimeout))
+          state.discoveredUri = state.server.jwksUri === undefined ? uri : undefined
+          return yield* fetchKeySet(uri, settings.httpTimeout)
         }).pipe(
           Effect.tapError(() =>
             Effect.sync(() => {
@@ -156,20 +189,27 @@ export class JwksCache extends Context.Service<JwksCache, {
           Effect.provideService(HttpClient.HttpClient, httpClient)
         )
 
-      const unavailable = (state: IssuerState, why: string) =>
-        new JwksUnavailable({ issuer: state.server.issuer, message: `Signing keys unavailable: ${why}` })
+      const unavailable = (state: IssuerState, why: string, retryAfterMs: number) =>
+        new JwksUnavailable({
+          issuer: state.server.issuer,
+          message: `Signing keys unavailable: ${why}`,
+          retryAfterMs: Math.max(1_000, retryAfterMs)
+        })
 
       const load = (state: IssuerState, mode: Mode, seenGeneration: number) =>
         Semaphore.withPermit(state.semaphore)(Effect.gen(function*() {
+          // another caller fetched while this one waited: share its result
           if (state.snapshot !== undefined && state.generation !== seenGeneration) return state.snapshot
           const startedAt = yield* Clock.currentTimeMillis
-          if (
-            mode !== "scheduled" && state.lastAttemptAt !== undefined && startedAt - state.lastAttemptAt < minInterval
-          ) {
-            if (state.snapshot !== undefined) return state.snapshot
+          const last = state.lastAttemptAt
+          if (mode !== "scheduled" && last !== undefined && startedAt - last < minInterval) {
+            const wait = last + minInterval - startedAt
             return yield* unavailable(
               state,
-              `the last fetch failed (${state.lastError ?? "unknown"}); retried after the rate-limit window`
+              state.lastError === undefined
+                ? "the key is not in the set fetched moments ago; the set is fetched again after the rate-limit window"
+                : `the last fetch failed (${state.lastError}); retried after the rate-limit window`,
+              wait
             )
           }
           const result = yield* Effect.result(fetchKeys(state))
@@ -181,8 +221,9 @@ export class JwksCache extends Context.Service<JwksCache, {
             yield* Effect.logWarning("JWKS fetch failed").pipe(
               Effect.annotateLogs({ issuer: state.server.issuer, reason: result.failure, trigger: mode })
             )
-            if (state.snapshot !== undefined) return state.snapshot
-            return yield* unavailable(state, result.failure)
+            // held keys still serve tokens signed with them; a key being looked for is not among them
+            if (mode !== "unknown-key" && state.snapshot !== undefined) return state.snapshot
+            return yield* unavailable(state, result.failure, minInterval)
           }
           const fetched = result.success
           state.generation++
@@ -227,16 +268,14 @@ export class JwksCache extends Context.Service<JwksCache, {
       const refresh = (issuer: string) =>
         Effect.flatMap(stateOf(issuer), (state) => load(state, "scheduled", state.generation))
 
-      const refreshAll = Effect.forEach(
-        [...states.values()],
-        (state) => Effect.ignore(load(state, "scheduled", state.generation)),
-        { concurrency: "unbounded", discard: true }
-      )
-
-      yield* refreshAll.pipe(
-        Effect.andThen(Effect.forever(Effect.andThen(Effect.sleep(settings.jwksRefreshInterval), refreshAll))),
-        Effect.forkScoped
-      )
+      // one refresher per issuer, each on its own interval
+      for (const state of states.values()) {
+        const scheduled = Effect.ignore(Effect.suspend(() => load(state, "scheduled", state.generation)))
+        yield* scheduled.pipe(
+          Effect.andThen(Effect.forever(Effect.andThen(Effect.sleep(state.server.jwksRefreshInterval), scheduled))),
+          Effect.forkScoped
+        )
+      }
 
       const status = Effect.sync(() =>
         [...states.values()].map((state): JwksStatus => ({
@@ -244,6 +283,7 @@ export class JwksCache extends Context.Service<JwksCache, {
           generation: state.generation,
           keyCount: state.snapshot?.keyCount ?? 0,
           fetchedAt: state.snapshot?.fetchedAt,
+          jwksUri: state.snapshot?.jwksUri ?? state.server.jwksUri,
           fetches: state.fetches,
           failures: state.failures,
           lastError: state.lastError

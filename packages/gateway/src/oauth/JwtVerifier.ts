@@ -10,21 +10,30 @@
  *   as an HMAC secret; so is any algorithm outside the issuer's allow-list.
  *   `jose` also refuses a key whose type or curve does not fit the algorithm
  *   (key/alg mismatch), and `crit` headers it does not understand.
- * - `iss` must be a trusted issuer, exactly (RFC 9068 §4 step 3). An untrusted
- *   issuer is refused without any network traffic.
+ * - `iss` must name a trusted issuer (`Issuers.ts`: up to a trailing slash, or
+ *   a multi-tenant template). An untrusted issuer is refused without any
+ *   network traffic.
  * - Signature checked by `jose` against the issuer's cached JWKS. A `kid` not in
- *   the set triggers one rate-limited refresh (`JwksCache`), then a retry.
- * - `aud` must equal, or as an array contain, this resource (RFC 8707, RFC 9068
- *   §4 step 4), compared in canonical form; tokens for other resources are
- *   refused, which is what stops token passthrough into Janus.
+ *   the set triggers one rate-limited refresh (`JwksCache`), then a retry; if
+ *   the keys cannot be fetched now, `JwksUnavailable` (503), not a refusal.
+ * - `aud` must equal, or as an array contain, an audience accepted for the
+ *   resource the request is for (`Resources.ts`: the resource itself, the
+ *   issuer's additional audiences, and for a virtual server its own URL),
+ *   compared in canonical form; tokens for other resources are refused,
+ *   which is what stops token passthrough into Janus.
  * - `exp` is required; `exp`, `nbf` and `iat` are checked against effect's
- *   `Clock` with `clockSkew` tolerance (RFC 7519 §4.1.4-6); `iat` may not lie
- *   in the future beyond the skew.
+ *   `Clock` with the issuer's clock tolerance (RFC 7519 §4.1.4-6); `iat` may
+ *   not lie in the future beyond it.
  * - `sub` is required (RFC 9068 §2.2). `typ` is checked when
  *   `requiredTokenType` is set (RFC 9068 §2.1, e.g. `at+jwt`).
- * - Scopes come from `scope` (space-delimited, RFC 9068 §2.2.3) and/or `scp`
- *   (array or string); a missing required scope is `InsufficientScope` (403,
- *   step-up), checked only once the token is otherwise valid.
+ * - Scopes come from the issuer's scope claims, with its prefix stripped
+ *   (`Scopes.ts`); a missing required scope is `InsufficientScope` (403,
+ *   step-up, naming the scopes as the client must request them), checked only
+ *   once the token is otherwise valid.
+ * - Every refusal of a presented token is logged (Info) with the reason and
+ *   what the token carried and what was expected: issuer, audience, scopes,
+ *   the names of its claims, `kid` and `alg`; never the token or its
+ *   signature, and each value bounded in length.
  * - Errors say what was wrong in fixed words; the token and its claim values
  *   are never echoed.
  *
@@ -32,27 +41,32 @@
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
 import type { Headers } from "effect/http"
-import type { JWTPayload, JWTVerifyOptions } from "jose"
+import type { JWTHeaderParameters, JWTPayload, JWTVerifyOptions } from "jose"
 import * as BearerToken from "./BearerToken.ts"
 import { jose } from "./internal/jose.ts"
+import { normalizeIssuer } from "./Issuers.ts"
 import { JwksCache, type JwksSnapshot } from "./JwksCache.ts"
 import { type AuthenticationError, InsufficientScope, InvalidToken, type JwksUnavailable } from "./OAuthErrors.ts"
-import { canonicalResource, OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
+import { type AuthorizationServer, canonicalResource, OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
+import { acceptedAudiences } from "./Resources.ts"
+import { advertise, scopesOf } from "./Scopes.ts"
 
 /** Who a valid token speaks for. */
 export interface OAuthIdentity {
   /** `sub` */
   readonly subject: string
-  /** `iss` */
+  /** `iss`, without a trailing slash */
   readonly issuer: string
-  /** `client_id` (RFC 9068) or `azp` (OpenID), when present. */
+  /** `client_id` (RFC 9068), `azp` (OpenID), `cid` (Okta) or `appid` (Entra v1), when present. */
   readonly clientId: string | undefined
-  /** Granted scopes, from `scope` and `scp`. */
+  /** Granted scopes, from the issuer's scope claims, without its prefix. */
   readonly scopes: ReadonlyArray<string>
   /** `aud` as a list. */
   readonly audience: ReadonlyArray<string>
   /** `exp`, epoch seconds. */
   readonly expiresAt: number
+  /** When the token stops being accepted: `exp` plus its issuer's clock skew, epoch ms (open streams end then). */
+  readonly acceptedUntil: number
   /** `jti`, when present. */
   readonly tokenId: string | undefined
   /** A stable key for limiters and audit: `oauth:<iss>#<sub>`. */
@@ -63,22 +77,35 @@ export interface OAuthIdentity {
 export interface TokenRequirement {
   /** Scopes the token must all hold. Default: `toolScopes`. Pass `[]` for none. */
   readonly scopes?: ReadonlyArray<string> | undefined
-  /** Audiences of which `aud` must contain one. Default: `resource` and `additionalAudiences`. */
-  readonly audience?: string | ReadonlyArray<string> | undefined
+  /**
+   * The resource the request is for, canonical (`Resources.resourceOf`),
+   * which decides the accepted audiences. Default: the configured resource
+   * (`/mcp`).
+   */
+  readonly resource?: string | undefined
 }
 
 const invalid = (reason: InvalidToken["reason"], message: string) => new InvalidToken({ reason, message })
 
-const decodeUnverified = (token: string, settings: OAuthSettings) => {
+/** A token's header and claims before its signature is checked, and the trusted issuer it names. */
+interface Decoded {
+  readonly header: JWTHeaderParameters
+  readonly payload: JWTPayload
+  readonly alg: string
+  readonly issuer: string
+  readonly server: AuthorizationServer | undefined
+}
+
+const decodeUnverified = (token: string, settings: OAuthSettings): Result.Result<Decoded, InvalidToken> => {
   if (token.length > settings.maxTokenLength) {
     return Result.fail(invalid("too_large", "The token is longer than this server accepts"))
   }
   if (!BearerToken.looksLikeJwt(token)) return Result.fail(invalid("malformed", "The token is not a signed JWT"))
   const { decodeJwt, decodeProtectedHeader } = jose()
-  let header: ReturnType<typeof decodeProtectedHeader>
+  let header: JWTHeaderParameters
   let payload: JWTPayload
   try {
-    header = decodeProtectedHeader(token)
+    header = decodeProtectedHeader(token) as JWTHeaderParameters
     payload = decodeJwt(token)
   } catch {
     return Result.fail(invalid("malformed", "The token is not a well-formed JWT"))
@@ -96,7 +123,7 @@ const decodeUnverified = (token: string, settings: OAuthSettings) => {
   }
   if (token.endsWith(".")) return Result.fail(invalid("malformed", "The token has no signature"))
   if (typeof payload.iss !== "string") return Result.fail(invalid("missing_claim", "The token has no iss claim"))
-  return Result.succeed({ header, payload, alg, issuer: payload.iss })
+  return Result.succeed({ header, payload, alg, issuer: payload.iss, server: settings.issuerOf(payload.iss) })
 }
 
 const mapJoseError = (error: unknown): InvalidToken => {
@@ -146,18 +173,6 @@ const mapJoseError = (error: unknown): InvalidToken => {
 const isNoMatchingKey = (error: unknown) =>
   typeof error === "object" && error !== null && "code" in error && error.code === "ERR_JWKS_NO_MATCHING_KEY"
 
-/** Granted scopes from `scope` (space-delimited) and `scp` (array or string), without duplicates. */
-export const scopesOf = (payload: JWTPayload): ReadonlyArray<string> => {
-  const scopes = new Set<string>()
-  const add = (value: unknown) => {
-    if (typeof value === "string") { for (const s of value.split(" ")) if (s !== "") scopes.add(s) }
-    if (Array.isArray(value)) { for (const s of value) if (typeof s === "string" && s !== "") scopes.add(s) }
-  }
-  add(payload.scope)
-  add(payload.scp)
-  return [...scopes]
-}
-
 /** Validates bearer JWTs against the trusted issuers' cached keys. */
 export class JwtVerifier extends Context.Service<JwtVerifier, {
   /** Validates `token` for `requirement` (default: tool scopes, this resource). */
@@ -176,41 +191,36 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
     Effect.gen(function*() {
       const settings = yield* OAuthConfig
       const jwks = yield* JwksCache
-      const skewSeconds = Math.floor(Duration.toSeconds(settings.clockSkew))
 
       const verifyWith = (token: string, snapshot: JwksSnapshot, options: JWTVerifyOptions) =>
         Effect.tryPromise({ try: () => jose().jwtVerify(token, snapshot.keySet, options), catch: (error) => error })
 
-      const verify = Effect.fnUntraced(function*(token: string, requirement?: TokenRequirement) {
-        const decoded = decodeUnverified(token, settings)
-        if (Result.isFailure(decoded)) return yield* decoded.failure
-        const { alg, header, issuer } = decoded.success
-        const server = settings.authorizationServers.get(issuer)
+      const check = Effect.fnUntraced(function*(token: string, decoded: Decoded, requirement?: TokenRequirement) {
+        const { alg, header, issuer, server } = decoded
         if (server === undefined) return yield* invalid("untrusted_issuer", "The token issuer is not trusted")
         if (!(server.algorithms as ReadonlyArray<string>).includes(alg)) {
           return yield* invalid("algorithm_not_allowed", "The token algorithm is not allowed for its issuer")
         }
 
+        const skewSeconds = Math.floor(Duration.toSeconds(server.clockSkew))
         const now = yield* Clock.currentTimeMillis
         const options: JWTVerifyOptions = {
           algorithms: [...server.algorithms],
-          issuer: server.issuer,
+          issuer,
           clockTolerance: skewSeconds,
           currentDate: new Date(now),
           requiredClaims: ["exp", "sub"],
           ...(settings.requiredTokenType === undefined ? {} : { typ: settings.requiredTokenType })
         }
 
-        const snapshot = yield* jwks.current(issuer)
+        const snapshot = yield* jwks.current(server.issuer)
         let attempt = yield* Effect.result(verifyWith(token, snapshot, options))
         if (Result.isFailure(attempt) && isNoMatchingKey(attempt.failure)) {
           if (typeof header.kid === "string" && snapshot.kids.has(header.kid)) {
             return yield* invalid("key_mismatch", "The key named by kid does not fit the token algorithm")
           }
-          const refreshed = yield* jwks.refreshForUnknownKey(issuer, snapshot)
-          if (refreshed.generation === snapshot.generation) {
-            return yield* invalid("unknown_key", "The token was signed with an unknown key")
-          }
+          // a newer key set, or JwksUnavailable (503) when none can be fetched now
+          const refreshed = yield* jwks.refreshForUnknownKey(server.issuer, snapshot)
           attempt = yield* Effect.result(verifyWith(token, refreshed, options))
         }
         if (Result.isFailure(attempt)) return yield* mapJoseError(attempt.failure)
@@ -219,41 +229,52 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
         if (typeof payload.iat === "number" && payload.iat > now / 1000 + skewSeconds) {
           return yield* invalid("issued_in_future", "The token was issued in the future")
         }
-        const aud = payload.aud
-        const audience = typeof aud === "string" ? [aud] : Array.isArray(aud) ? aud : []
+        const audience = audienceOf(payload)
         if (audience.length === 0) return yield* invalid("missing_claim", "The token has no aud claim")
-        const expected = requirement?.audience === undefined
-          ? settings.audiences
-          : (typeof requirement.audience === "string" ? [requirement.audience] : requirement.audience).map(
-            canonicalResource
-          )
-        if (!audience.some((a) => typeof a === "string" && expected.includes(canonicalResource(a)))) {
+        const expected = acceptedAudiences(settings, server, requirement?.resource)
+        if (!audience.some((a) => expected.includes(a) || expected.includes(canonicalResource(a)))) {
           return yield* invalid("wrong_audience", "The token was not issued for this resource")
         }
         if (typeof payload.sub !== "string" || payload.sub === "") {
           return yield* invalid("missing_claim", "The token has no sub claim")
         }
-        const scopes = scopesOf(payload)
+        const scopes = scopesOf(payload, server.scopeClaims, server.scopePrefix)
         const required = requirement?.scopes ?? settings.toolScopes
         const missing = required.filter((scope) => !scopes.includes(scope))
-        if (missing.length > 0) return yield* new InsufficientScope({ required: [...required], missing })
+        if (missing.length > 0) {
+          return yield* new InsufficientScope({
+            required: [...advertise(required, server.scopePrefix)],
+            missing: [...advertise(missing, server.scopePrefix)]
+          })
+        }
 
-        const clientId = typeof payload.client_id === "string"
-          ? payload.client_id
-          : typeof payload.azp === "string"
-          ? payload.azp
-          : undefined
+        // one identity per issuer and subject however the issuer is written (a tenant is part of it)
+        const normalized = normalizeIssuer(issuer)
         return {
           subject: payload.sub,
-          issuer,
-          clientId,
+          issuer: normalized,
+          clientId: clientIdOf(payload),
           scopes,
           audience,
           expiresAt: payload.exp!,
+          acceptedUntil: (payload.exp! + skewSeconds) * 1_000,
           tokenId: typeof payload.jti === "string" ? payload.jti : undefined,
-          key: `oauth:${issuer}#${payload.sub}`
+          key: `oauth:${normalized}#${payload.sub}`
         } satisfies OAuthIdentity
       })
+
+      const verify = (token: string, requirement?: TokenRequirement) => {
+        const decoded = decodeUnverified(token, settings)
+        if (Result.isFailure(decoded)) {
+          return Effect.andThen(
+            logRefusal(settings, decoded.failure, undefined, requirement),
+            Effect.fail(decoded.failure)
+          )
+        }
+        return check(token, decoded.success, requirement).pipe(
+          Effect.tapError((error) => logRefusal(settings, error, decoded.success, requirement))
+        )
+      }
 
       const verifyRequest = (headers: Headers.Headers, requirement?: TokenRequirement) => {
         const token = BearerToken.fromHeaders(headers)
@@ -263,4 +284,62 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
       return JwtVerifier.of({ verify, verifyRequest })
     })
   )
+}
+
+const audienceOf = (payload: JWTPayload): ReadonlyArray<string> => {
+  const aud = payload.aud
+  return typeof aud === "string" ? [aud] : Array.isArray(aud) ? aud.filter((a) => typeof a === "string") : []
+}
+
+/** `client_id` (RFC 9068), `azp` (OpenID), `cid` (Okta) or `appid` (Entra v1), when present. */
+const clientIdOf = (payload: JWTPayload): string | undefined => {
+  for (const claim of ["client_id", "azp", "cid", "appid"]) {
+    const value = payload[claim]
+    if (typeof value === "string" && value !== "") return value
+  }
+  return undefined
+}
+
+/** A claim value fit for a log line: bounded, never an object. */
+const shown = (value: unknown): string | ReadonlyArray<string> | undefined => {
+  const bound = (s: string) => s.length > 200 ? `${s.slice(0, 200)}…` : s
+  if (typeof value === "string") return bound(value)
+  if (Array.isArray(value)) {
+    const items = value.filter((v) => typeof v === "string").slice(0, 20).map(bound)
+    return value.length > 20 ? [...items, `… (${value.length} in all)`] : items
+  }
+  return undefined
+}
+
+/** The Info line of a refused token: the reason, what the token carried, what was expected. */
+const logRefusal = (
+  settings: OAuthSettings,
+  error: InvalidToken | InsufficientScope | JwksUnavailable,
+  decoded: Decoded | undefined,
+  requirement: TokenRequirement | undefined
+) => {
+  const reason = error._tag === "InvalidToken"
+    ? error.reason
+    : error._tag === "InsufficientScope"
+    ? "insufficient_scope"
+    : "keys_unavailable"
+  const annotations: Record<string, unknown> = { reason, detail: error.message }
+  if (decoded !== undefined) {
+    const { header, payload, server } = decoded
+    const resource = requirement?.resource ?? settings.resource
+    annotations.issuer = shown(payload.iss)
+    annotations.audience = shown(payload.aud)
+    annotations.scopes = shown(scopesOf(payload, server?.scopeClaims, server?.scopePrefix))
+    annotations.claims = Object.keys(payload).slice(0, 40).sort()
+    annotations.kid = shown(header.kid)
+    annotations.alg = shown(header.alg)
+    annotations.resource = resource
+    if (server === undefined) annotations.trusted_issuers = settings.issuers
+    else {
+      annotations.expected_audience = acceptedAudiences(settings, server, requirement?.resource)
+      annotations.required_scopes = requirement?.scopes ?? settings.toolScopes
+      annotations.scope_claims = server.scopeClaims
+    }
+  }
+  return Effect.logInfo("OAuth access token refused").pipe(Effect.annotateLogs(annotations))
 }

@@ -64,7 +64,9 @@ export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()("
 /** The issuer's signing keys could not be fetched, so the token cannot be checked now. */
 export class JwksUnavailable extends Schema.TaggedError<JwksUnavailable>()("JwksUnavailable", {
   issuer: Schema.String,
-  message: Schema.String
+  message: Schema.String,
+  /** When the keys may be fetched again (the 503's `Retry-After`). */
+  retryAfterMs: Schema.optionalKey(Schema.Number)
 }) {}
 
 /** Every way authentication can fail. */

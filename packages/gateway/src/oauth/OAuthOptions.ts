@@ -5,49 +5,57 @@
  * **Rules**
  *
  * - Trusted authorization servers are listed by issuer identifier (RFC 8414
- *   §2): an absolute `https` URL without query or fragment. A token's `iss`
- *   must equal one of them exactly (RFC 7519 §4.1.1, RFC 9068 §4).
+ *   §2): an absolute `https` URL without query or fragment, compared with a
+ *   token's `iss` up to one trailing slash, or a multi-tenant template
+ *   (`Issuers.ts`).
  * - Each issuer's JWKS URI is either given or discovered through its RFC 8414
  *   metadata (`/.well-known/oauth-authorization-server`), falling back to
  *   OpenID Connect Discovery (`/.well-known/openid-configuration`).
+ * - Per issuer, because identity providers differ: the audiences accepted
+ *   besides the resource, the claims scopes are read from and a scope prefix
+ *   (`Scopes.ts`), plain http, clock tolerance and refresh interval; the
+ *   global values are the defaults.
  * - The resource identifier of this gateway is its canonical URI (RFC 8707 §2,
  *   MCP authorization "Canonical Server URI"): absolute, no fragment, lowercase
- *   scheme and host, no trailing slash. Tokens must carry it in `aud`.
+ *   scheme and host, no trailing slash; the public URL of `/mcp`. Virtual
+ *   servers are resources of their own under the same base (`Resources.ts`).
  * - Only asymmetric JWS algorithms may be allowed (RFC 8725 §3.1, §3.2): `none`
  *   and the HMAC family (`HS*`) are refused at start, so a public key can never
  *   be used as an HMAC secret.
  * - Scope values follow the scope-token syntax of RFC 6749 §3.3, which also
  *   keeps them safe inside a `WWW-Authenticate` quoted-string (RFC 6750 §3).
  * - Plain `http` is accepted for issuers, JWKS URIs and the resource only on a
- *   loopback host (127.0.0.0/8, ::1, localhost), or everywhere with
- *   `allowInsecureHttp` (for a cluster-internal authorization server).
+ *   loopback host (127.0.0.0/8, ::1, localhost), or with `allowInsecureHttp`
+ *   (for one issuer, or for all: a cluster-internal authorization server).
+ * - The on-demand JWKS refetch window (`jwksMinRefreshInterval`, 30 s) is
+ *   not longer than any issuer's refresh interval.
  *
  * Every mistake is reported at once, one line each, in `OAuthConfigError`.
  *
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Layer, Schema } from "effect"
+import {
+  canonicalResource,
+  checkAlgorithms,
+  checkDuration,
+  checkScopes,
+  checkUrl,
+  DEFAULT_ALGORITHMS,
+  SCOPE_TOKEN,
+  type SigningAlgorithm
+} from "./internal/checks.ts"
+import { advertisedIssuer, type IssuerTemplate, matcher, normalizeIssuer, parseTemplate } from "./Issuers.ts"
+import { advertise, DEFAULT_SCOPE_CLAIMS } from "./Scopes.ts"
 
-/** Every JWS algorithm the resource server can accept; all asymmetric. */
-export const SUPPORTED_ALGORITHMS = [
-  "RS256",
-  "RS384",
-  "RS512",
-  "PS256",
-  "PS384",
-  "PS512",
-  "ES256",
-  "ES384",
-  "ES512",
-  "EdDSA",
-  "Ed25519"
-] as const
-
-/** One asymmetric JWS algorithm (RFC 7518 §3.1, RFC 8037, RFC 9864). */
-export type SigningAlgorithm = typeof SUPPORTED_ALGORITHMS[number]
-
-/** The default allow-list: all of `SUPPORTED_ALGORITHMS`. */
-export const DEFAULT_ALGORITHMS: ReadonlyArray<SigningAlgorithm> = SUPPORTED_ALGORITHMS
+export {
+  canonicalResource,
+  DEFAULT_ALGORITHMS,
+  isLoopbackHost,
+  sameResource,
+  type SigningAlgorithm,
+  SUPPORTED_ALGORITHMS
+} from "./internal/checks.ts"
 
 /** The scope a token needs to list and call tools. */
 export const DEFAULT_TOOL_SCOPES: ReadonlyArray<string> = ["mcp:tools"]
@@ -55,17 +63,35 @@ export const DEFAULT_TOOL_SCOPES: ReadonlyArray<string> = ["mcp:tools"]
 /** The scope a token needs for the admin API (`/api/v1`). */
 export const DEFAULT_ADMIN_SCOPES: ReadonlyArray<string> = ["janus:admin"]
 
-/** One trusted authorization server. */
+/** One trusted authorization server and how its tokens are read. */
 export interface AuthorizationServerOptions {
-  /** Issuer identifier, compared exactly with a token's `iss`. */
+  /**
+   * Issuer identifier, compared with a token's `iss` up to one trailing
+   * slash; may hold one placeholder path segment such as `{tenantid}` for a
+   * multi-tenant issuer (see `Issuers.ts`).
+   */
   readonly issuer: string
   /** JWKS URI; when absent it is discovered from the issuer's metadata (RFC 8414, then OpenID Discovery). */
   readonly jwksUri?: string | undefined
   /** Narrows the global algorithm allow-list for this issuer. */
   readonly algorithms?: ReadonlyArray<string> | undefined
+  /** Audiences accepted from this issuer besides the resource (Entra `api://…` or app id, Auth0 API identifier). */
+  readonly audiences?: ReadonlyArray<string> | undefined
+  /** Claims the scopes are read from. Default `scope`, `scp`. */
+  readonly scopeClaims?: ReadonlyArray<string> | undefined
+  /** Prefix stripped from granted scopes and put before Janus's scopes in challenges (Entra: `api://janus/`). */
+  readonly scopePrefix?: string | undefined
+  /** Tenants a multi-tenant issuer may name; empty or absent: any. */
+  readonly tenants?: ReadonlyArray<string> | undefined
+  /** Accept `http` for this issuer and its JWKS URI on a non-loopback host. Default false. */
+  readonly allowInsecureHttp?: boolean | undefined
+  /** Tolerance for `exp`, `nbf` and `iat`. Default: the global `clockSkew`. */
+  readonly clockSkew?: Duration.Input | undefined
+  /** Periodic JWKS refresh. Default: the global `jwksRefreshInterval`. */
+  readonly jwksRefreshInterval?: Duration.Input | undefined
 }
 
-/** What the operator configures (the lead maps `OAUTH_*` variables onto this). */
+/** What the operator configures (`config/OAuthVariables.ts` maps the `OAUTH_*` variables onto this). */
 export interface OAuthOptions {
   /** Canonical URI of this gateway as a protected resource (RFC 8707), e.g. `https://janus.example.com/mcp`. */
   readonly resource: string
@@ -75,25 +101,25 @@ export interface OAuthOptions {
   readonly toolScopes?: ReadonlyArray<string> | undefined
   /** Scopes required for the admin API. Default `["janus:admin"]`. */
   readonly adminScopes?: ReadonlyArray<string> | undefined
-  /** `scopes_supported` of the RFC 9728 metadata. Default: tool scopes then admin scopes. */
+  /** `scopes_supported` of the RFC 9728 metadata. Default: tool scopes then admin scopes (advertised form). */
   readonly scopesSupported?: ReadonlyArray<string> | undefined
-  /** Other audiences accepted besides `resource` (e.g. virtual-server URIs). */
+  /** Other audiences accepted from every issuer besides `resource`. */
   readonly additionalAudiences?: ReadonlyArray<string> | undefined
   /**
-   * Resource paths that get a path-form metadata document
-   * (`/.well-known/oauth-protected-resource<path>`). The path of `resource`
-   * is always included. A path ending in `/*` matches any sub-path.
+   * Whether a virtual server (`/servers/{name}/mcp`) also accepts tokens for
+   * `resource` and the additional audiences, besides tokens for its own URL.
+   * Default true: such a token opens every tool anyway.
    */
-  readonly resourcePaths?: ReadonlyArray<string> | undefined
+  readonly mcpAudienceOnVirtualServers?: boolean | undefined
   /** `resource_name` of the RFC 9728 metadata. */
   readonly resourceName?: string | undefined
   /** `resource_documentation` of the RFC 9728 metadata. */
   readonly resourceDocumentation?: string | undefined
   /** Allowed JWS algorithms. Default `DEFAULT_ALGORITHMS`. */
   readonly algorithms?: ReadonlyArray<string> | undefined
-  /** Tolerance for `exp`, `nbf` and `iat`. Default 60 seconds. */
+  /** Tolerance for `exp`, `nbf` and `iat` (each issuer may override it). Default 60 seconds. */
   readonly clockSkew?: Duration.Input | undefined
-  /** Periodic JWKS refresh. Default 10 minutes. */
+  /** Periodic JWKS refresh (each issuer may override it). Default 10 minutes. */
   readonly jwksRefreshInterval?: Duration.Input | undefined
   /** At most one on-demand JWKS fetch per issuer within this window. Default 30 seconds. */
   readonly jwksMinRefreshInterval?: Duration.Input | undefined
@@ -103,23 +129,29 @@ export interface OAuthOptions {
   readonly maxTokenLength?: number | undefined
   /** When set, the JWT `typ` header must equal it, e.g. `at+jwt` (RFC 9068 §2.1). */
   readonly requiredTokenType?: string | undefined
-  /** Accept `http` issuer, JWKS and resource URIs on non-loopback hosts. Default false. */
+  /** Accept `http` issuer, JWKS and resource URIs on non-loopback hosts, for every issuer. Default false. */
   readonly allowInsecureHttp?: boolean | undefined
 }
 
 /** A trusted authorization server after validation. */
 export interface AuthorizationServer {
+  /** The issuer as configured, without a trailing slash: the key of its keys and state. */
   readonly issuer: string
+  /** What `authorization_servers` advertises and where metadata is discovered. */
+  readonly advertised: string
+  readonly template: IssuerTemplate | undefined
+  readonly tenants: ReadonlyArray<string>
   readonly jwksUri: string | undefined
   readonly algorithms: ReadonlyArray<SigningAlgorithm>
-}
-
-/** A resource path with a path-form metadata document. */
-export interface ResourcePath {
-  /** The path, without the trailing `/*` of a prefix. */
-  readonly path: string
-  /** True when every sub-path of `path` is a resource too. */
-  readonly prefix: boolean
+  /** Canonical audiences accepted besides the resource: the global ones, then the issuer's. */
+  readonly audiences: ReadonlyArray<string>
+  /** What a token for `/mcp` may carry: the resource, then `audiences`. */
+  readonly mcpAudiences: ReadonlyArray<string>
+  readonly scopeClaims: ReadonlyArray<string>
+  readonly scopePrefix: string | undefined
+  readonly allowInsecureHttp: boolean
+  readonly clockSkew: Duration.Duration
+  readonly jwksRefreshInterval: Duration.Duration
 }
 
 /** The validated settings. */
@@ -130,24 +162,29 @@ export interface OAuthSettings {
   readonly origin: string
   /** Path of `resource` (`""` for the origin itself). */
   readonly resourcePath: string
-  /** Canonical audiences accepted by default: `resource` and `additionalAudiences`. */
-  readonly audiences: ReadonlyArray<string>
+  /** Path under which virtual servers live: `resourcePath` without its final `/mcp`. */
+  readonly basePath: string
   readonly authorizationServers: ReadonlyMap<string, AuthorizationServer>
+  /** The trusted issuer a token's `iss` names (see `Issuers.ts`). */
+  readonly issuerOf: (iss: string) => AuthorizationServer | undefined
+  /** `authorization_servers` of the metadata, in configuration order (clients use the first). */
   readonly issuers: ReadonlyArray<string>
   readonly toolScopes: ReadonlyArray<string>
   readonly adminScopes: ReadonlyArray<string>
+  /** The tool and admin scopes as clients request them (the first issuer's scope prefix), for challenges. */
+  readonly advertisedToolScopes: ReadonlyArray<string>
+  readonly advertisedAdminScopes: ReadonlyArray<string>
+  /** The scope prefix of challenges and metadata: the first issuer's. */
+  readonly advertisedScopePrefix: string | undefined
   readonly scopesSupported: ReadonlyArray<string>
-  readonly resourcePaths: ReadonlyArray<ResourcePath>
+  readonly mcpAudienceOnVirtualServers: boolean
   readonly resourceName: string | undefined
   readonly resourceDocumentation: string | undefined
   readonly algorithms: ReadonlyArray<SigningAlgorithm>
-  readonly clockSkew: Duration.Duration
-  readonly jwksRefreshInterval: Duration.Duration
   readonly jwksMinRefreshInterval: Duration.Duration
   readonly httpTimeout: Duration.Duration
   readonly maxTokenLength: number
   readonly requiredTokenType: string | undefined
-  readonly allowInsecureHttp: boolean
 }
 
 /** The OAuth options are invalid; the message lists every problem. */
@@ -160,125 +197,99 @@ export class OAuthConfigError extends Schema.TaggedError<OAuthConfigError>()("OA
   }
 }
 
-const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
+const CLAIM_NAME = /^[^\s,]+$/
 
-/** True for `localhost`, `127.0.0.0/8` and `::1`. */
-export const isLoopbackHost = (hostname: string): boolean =>
-  hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" ||
-  /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
-
-/**
- * The canonical form of a resource identifier or audience (RFC 8707 §2, RFC
- * 3986 §6): lowercase scheme and host, default port dropped, no fragment, no
- * trailing slash. Values that are not http(s) URLs are returned unchanged, so
- * they compare exactly.
- */
-export const canonicalResource = (value: string): string => {
-  if (!/^https?:\/\//i.test(value)) return value
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return value
+/** One trusted issuer with the global settings as its defaults; its problems go to `problems`. */
+const checkServer = (
+  options: AuthorizationServerOptions,
+  defaults: {
+    readonly algorithms: ReadonlyArray<SigningAlgorithm>
+    readonly resource: string
+    readonly audiences: ReadonlyArray<string>
+    readonly allowInsecureHttp: boolean
+    readonly clockSkew: Duration.Duration
+    readonly jwksRefreshInterval: Duration.Duration
+  },
+  problems: Array<string>
+): AuthorizationServer => {
+  const configured = options.issuer
+  const label = (what: string) => `${what} of ${configured}`
+  const allowInsecureHttp = defaults.allowInsecureHttp || options.allowInsecureHttp === true
+  const parsed = parseTemplate(configured)
+  const template = typeof parsed === "string" ? undefined : parsed
+  if (typeof parsed === "string") problems.push(`issuer ${JSON.stringify(configured)}: ${parsed}`)
+  // a placeholder is not a valid URL character: check the URL with a sample tenant in its place
+  checkUrl(
+    "issuer",
+    template === undefined ? configured : advertisedIssuer(configured, template, ["tenant"]),
+    problems,
+    allowInsecureHttp,
+    {
+      query: false
+    }
+  )
+  if (options.jwksUri !== undefined) {
+    checkUrl(label("jwksUri"), options.jwksUri, problems, allowInsecureHttp, { query: true })
   }
-  const path = url.pathname.endsWith("/") ? url.pathname.slice(0, -1) : url.pathname
-  return `${url.origin}${path}${url.search}`
-}
-
-/** Two resource identifiers name the same resource once both are canonical. */
-export const sameResource = (a: string, b: string): boolean => canonicalResource(a) === canonicalResource(b)
-
-const checkUrl = (
-  label: string,
-  value: string,
-  problems: Array<string>,
-  allowInsecureHttp: boolean,
-  options: { readonly query: boolean }
-): URL | undefined => {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    problems.push(`${label} ${JSON.stringify(value)}: expected an absolute URL`)
-    return undefined
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    problems.push(`${label} ${JSON.stringify(value)}: expected an https URL`)
-    return undefined
-  }
-  if (url.protocol === "http:" && !allowInsecureHttp && !isLoopbackHost(url.hostname)) {
-    problems.push(`${label} ${JSON.stringify(value)}: expected https (http only on a loopback host)`)
-  }
-  if (url.hash !== "" || value.includes("#")) {
-    problems.push(`${label} ${JSON.stringify(value)}: must not have a fragment`)
-  }
-  if (!options.query && url.search !== "") problems.push(`${label} ${JSON.stringify(value)}: must not have a query`)
-  if (url.username !== "" || url.password !== "") {
-    problems.push(`${label}: must not carry credentials`)
-  }
-  return url
-}
-
-const checkScopes = (label: string, scopes: ReadonlyArray<string>, problems: Array<string>): ReadonlyArray<string> => {
-  for (const scope of scopes) {
-    if (!SCOPE_TOKEN.test(scope)) {
+  const algorithms = options.algorithms === undefined
+    ? defaults.algorithms
+    : checkAlgorithms(label("algorithms"), options.algorithms, problems)
+  const outside = algorithms.filter((alg) => !defaults.algorithms.includes(alg))
+  if (outside.length > 0) problems.push(`${label("algorithms")}: ${outside.join(", ")} not in the global allow-list`)
+  const scopeClaims = [...new Set(options.scopeClaims ?? DEFAULT_SCOPE_CLAIMS)]
+  if (scopeClaims.length === 0) problems.push(`${label("scopeClaims")}: at least one claim is required`)
+  for (const claim of scopeClaims) {
+    if (!CLAIM_NAME.test(claim)) {
       problems.push(
-        `${label} ${
-          JSON.stringify(scope)
-        }: expected a scope token (RFC 6749 §3.3: printable ASCII, no space, quote or backslash)`
+        `${label("scopeClaims")} ${JSON.stringify(claim)}: expected a claim name such as scp or realm_access.roles`
       )
     }
   }
-  return [...new Set(scopes)]
-}
-
-const checkAlgorithms = (label: string, algorithms: ReadonlyArray<string>, problems: Array<string>) => {
-  const result: Array<SigningAlgorithm> = []
-  for (const alg of algorithms) {
-    if ((SUPPORTED_ALGORITHMS as ReadonlyArray<string>).includes(alg)) {
-      if (!result.includes(alg as SigningAlgorithm)) result.push(alg as SigningAlgorithm)
-    } else if (alg.toLowerCase() === "none") {
-      problems.push(`${label} "none": unsigned tokens are never accepted`)
-    } else if (/^HS/i.test(alg)) {
-      problems.push(`${label} ${JSON.stringify(alg)}: HMAC algorithms are never accepted by a resource server`)
-    } else {
-      problems.push(`${label} ${JSON.stringify(alg)}: expected one of ${SUPPORTED_ALGORITHMS.join(", ")}`)
+  const scopePrefix = options.scopePrefix === "" ? undefined : options.scopePrefix
+  if (scopePrefix !== undefined && !SCOPE_TOKEN.test(scopePrefix)) {
+    problems.push(
+      `${label("scopePrefix")} ${
+        JSON.stringify(scopePrefix)
+      }: expected the start of a scope token (no space, quote or backslash)`
+    )
+  }
+  const tenants = [...new Set(options.tenants ?? [])]
+  if (tenants.length > 0 && template === undefined) {
+    problems.push(`${label("tenants")}: only a multi-tenant issuer (with a placeholder such as {tenantid}) has tenants`)
+  }
+  for (const tenant of tenants) {
+    if (!/^[A-Za-z0-9._~-]+$/.test(tenant)) {
+      problems.push(
+        `${label("tenants")} ${JSON.stringify(tenant)}: expected one path segment (letters, digits, . _ ~ -)`
+      )
     }
   }
-  if (algorithms.length === 0) problems.push(`${label}: at least one algorithm is required`)
-  return result
-}
-
-const checkDuration = (
-  label: string,
-  input: Duration.Input | undefined,
-  fallback: Duration.Duration,
-  problems: Array<string>
-): Duration.Duration => {
-  if (input === undefined) return fallback
-  let duration: Duration.Duration
-  try {
-    duration = Duration.fromInputUnsafe(input)
-  } catch {
-    problems.push(`${label}: expected a duration`)
-    return fallback
+  const audiences = [...new Set([...defaults.audiences, ...(options.audiences ?? []).map(canonicalResource)])]
+  for (const audience of options.audiences ?? []) {
+    if (audience.trim() === "" || /\s/.test(audience)) {
+      problems.push(`${label("audiences")} ${JSON.stringify(audience)}: expected an audience value without spaces`)
+    }
   }
-  const millis = Duration.toMillis(duration)
-  if (!Number.isFinite(millis)) problems.push(`${label}: expected a finite duration`)
-  else if (label === "clockSkew" ? millis < 0 : millis <= 0) {
-    problems.push(`${label}: expected a ${label === "clockSkew" ? "non-negative" : "positive"} duration`)
+  return {
+    issuer: normalizeIssuer(configured),
+    advertised: advertisedIssuer(configured, template, tenants),
+    template,
+    tenants,
+    jwksUri: options.jwksUri,
+    algorithms,
+    audiences,
+    mcpAudiences: [...new Set([defaults.resource, ...audiences])],
+    scopeClaims,
+    scopePrefix,
+    allowInsecureHttp,
+    clockSkew: checkDuration(label("clockSkew"), options.clockSkew, defaults.clockSkew, problems, { zero: true }),
+    jwksRefreshInterval: checkDuration(
+      label("jwksRefreshInterval"),
+      options.jwksRefreshInterval,
+      defaults.jwksRefreshInterval,
+      problems
+    )
   }
-  return duration
-}
-
-const checkResourcePath = (raw: string, problems: Array<string>): ResourcePath | undefined => {
-  const prefix = raw.endsWith("/*")
-  const path = prefix ? raw.slice(0, -2) : raw.replace(/\/$/, "")
-  if (!raw.startsWith("/") || /[?#*\s:]/.test(path) || path.includes("//")) {
-    problems.push(`resourcePaths ${JSON.stringify(raw)}: expected an absolute path such as /mcp or /mcp/servers/*`)
-    return undefined
-  }
-  return { path, prefix }
 }
 
 /**
@@ -295,51 +306,7 @@ export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAu
     const normalizedPath = resourcePath === "/" ? "" : resourcePath
 
     const algorithms = checkAlgorithms("algorithms", options.algorithms ?? DEFAULT_ALGORITHMS, problems)
-    const servers = new Map<string, AuthorizationServer>()
-    if (options.authorizationServers.length === 0) {
-      problems.push("authorizationServers: at least one issuer is required")
-    }
-    for (const server of options.authorizationServers) {
-      checkUrl("issuer", server.issuer, problems, allowInsecureHttp, { query: false })
-      if (server.jwksUri !== undefined) {
-        checkUrl(`jwksUri of ${server.issuer}`, server.jwksUri, problems, allowInsecureHttp, { query: true })
-      }
-      const own = server.algorithms === undefined
-        ? algorithms
-        : checkAlgorithms(`algorithms of ${server.issuer}`, server.algorithms, problems)
-      const outside = own.filter((alg) => !algorithms.includes(alg))
-      if (outside.length > 0) {
-        problems.push(`algorithms of ${server.issuer}: ${outside.join(", ")} not in the global allow-list`)
-      }
-      if (servers.has(server.issuer)) problems.push(`issuer ${JSON.stringify(server.issuer)}: listed twice`)
-      servers.set(server.issuer, { issuer: server.issuer, jwksUri: server.jwksUri, algorithms: own })
-    }
-
-    const toolScopes = checkScopes("toolScopes", options.toolScopes ?? DEFAULT_TOOL_SCOPES, problems)
-    const adminScopes = checkScopes("adminScopes", options.adminScopes ?? DEFAULT_ADMIN_SCOPES, problems)
-    const scopesSupported = options.scopesSupported === undefined
-      ? [...new Set([...toolScopes, ...adminScopes])]
-      : checkScopes("scopesSupported", options.scopesSupported, problems)
-    const audiences = [...new Set([resource, ...(options.additionalAudiences ?? []).map(canonicalResource)])]
-
-    const resourcePaths: Array<ResourcePath> = []
-    const seen = new Set<string>()
-    const addPath = (p: ResourcePath | undefined) => {
-      if (p === undefined || p.path === "" && !p.prefix) return
-      const key = `${p.path}${p.prefix ? "/*" : ""}`
-      if (!seen.has(key)) {
-        seen.add(key)
-        resourcePaths.push(p)
-      }
-    }
-    if (normalizedPath !== "") addPath({ path: normalizedPath, prefix: false })
-    for (const raw of options.resourcePaths ?? []) addPath(checkResourcePath(raw, problems))
-
-    if (options.resourceDocumentation !== undefined) {
-      checkUrl("resourceDocumentation", options.resourceDocumentation, problems, true, { query: true })
-    }
-
-    const clockSkew = checkDuration("clockSkew", options.clockSkew, Duration.seconds(60), problems)
+    const clockSkew = checkDuration("clockSkew", options.clockSkew, Duration.seconds(60), problems, { zero: true })
     const jwksRefreshInterval = checkDuration(
       "jwksRefreshInterval",
       options.jwksRefreshInterval,
@@ -353,8 +320,49 @@ export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAu
       problems
     )
     const httpTimeout = checkDuration("httpTimeout", options.httpTimeout, Duration.seconds(5), problems)
+    const globalAudiences = (options.additionalAudiences ?? []).map(canonicalResource)
     if (Duration.isGreaterThan(jwksMinRefreshInterval, jwksRefreshInterval)) {
       problems.push("jwksMinRefreshInterval: must not exceed jwksRefreshInterval")
+    }
+
+    if (options.authorizationServers.length === 0) {
+      problems.push("authorizationServers: at least one issuer is required")
+    }
+    const servers = new Map<string, AuthorizationServer>()
+    for (const raw of options.authorizationServers) {
+      const server = checkServer(raw, {
+        resource,
+        algorithms,
+        audiences: globalAudiences,
+        allowInsecureHttp,
+        clockSkew,
+        jwksRefreshInterval
+      }, problems)
+      if (servers.has(server.issuer)) problems.push(`issuer ${JSON.stringify(raw.issuer)}: listed twice`)
+      servers.set(server.issuer, server)
+      if (
+        raw.jwksRefreshInterval !== undefined &&
+        Duration.isGreaterThan(jwksMinRefreshInterval, server.jwksRefreshInterval)
+      ) {
+        problems.push(
+          `jwksRefreshInterval of ${raw.issuer}: must not be shorter than jwksMinRefreshInterval (${
+            Duration.format(jwksMinRefreshInterval)
+          })`
+        )
+      }
+    }
+
+    const toolScopes = checkScopes("toolScopes", options.toolScopes ?? DEFAULT_TOOL_SCOPES, problems)
+    const adminScopes = checkScopes("adminScopes", options.adminScopes ?? DEFAULT_ADMIN_SCOPES, problems)
+    const firstPrefix = [...servers.values()][0]?.scopePrefix
+    const advertisedToolScopes = advertise(toolScopes, firstPrefix)
+    const advertisedAdminScopes = advertise(adminScopes, firstPrefix)
+    const scopesSupported = options.scopesSupported === undefined
+      ? [...new Set([...advertisedToolScopes, ...advertisedAdminScopes])]
+      : checkScopes("scopesSupported", options.scopesSupported, problems)
+
+    if (options.resourceDocumentation !== undefined) {
+      checkUrl("resourceDocumentation", options.resourceDocumentation, problems, true, { query: true })
     }
     const maxTokenLength = options.maxTokenLength ?? 8192
     if (!Number.isInteger(maxTokenLength) || maxTokenLength < 256) {
@@ -362,27 +370,29 @@ export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAu
     }
 
     if (problems.length > 0) return Effect.fail(new OAuthConfigError({ problems }))
+    const list = [...servers.values()]
     return Effect.succeed<OAuthSettings>({
       resource,
       origin,
       resourcePath: normalizedPath,
-      audiences,
+      basePath: normalizedPath.replace(/\/mcp$/, ""),
       authorizationServers: servers,
-      issuers: [...servers.keys()],
+      issuerOf: matcher(list),
+      issuers: list.map((server) => server.advertised),
       toolScopes,
       adminScopes,
+      advertisedToolScopes,
+      advertisedAdminScopes,
+      advertisedScopePrefix: firstPrefix,
       scopesSupported,
-      resourcePaths,
+      mcpAudienceOnVirtualServers: options.mcpAudienceOnVirtualServers ?? true,
       resourceName: options.resourceName,
       resourceDocumentation: options.resourceDocumentation,
       algorithms,
-      clockSkew,
-      jwksRefreshInterval,
       jwksMinRefreshInterval,
       httpTimeout,
       maxTokenLength,
-      requiredTokenType: options.requiredTokenType,
-      allowInsecureHttp
+      requiredTokenType: options.requiredTokenType
     })
   })
 

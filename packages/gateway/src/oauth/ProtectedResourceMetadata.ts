@@ -4,15 +4,16 @@
  *
  * **Rules**
  *
- * - Served at `/.well-known/oauth-protected-resource` (root form) and, for
- *   each resource path, at `/.well-known/oauth-protected-resource<path>` (RFC
- *   9728 §3.1: the well-known suffix goes between host and path), e.g.
- *   `/.well-known/oauth-protected-resource/mcp`. MCP clients try the path form
- *   first, then the root form.
- * - The document's `resource` is the resource identifier the client used
- *   (RFC 9728 §3.3): origin of the configured resource plus the path. The root
- *   form answers the configured canonical resource. The origin always comes
- *   from configuration, never from the request's `Host` header.
+ * - Served at `/.well-known/oauth-protected-resource` (root form) and
+ *   `/.well-known/oauth-protected-resource/mcp` for `/mcp`, and at
+ *   `/.well-known/oauth-protected-resource/servers/{name}/mcp` for each
+ *   virtual server (RFC 9728 §3.1: the well-known suffix goes between host
+ *   and path; `Resources.ts` says which resources there are). MCP clients try
+ *   the path form first, then the root form, which describes `/mcp`.
+ * - The document's `resource` is the resource the URL names (RFC 9728 §3.3:
+ *   the client checks it against the URL it used). The origin always comes
+ *   from configuration, never from the request's `Host` header, so every
+ *   replica answers the same document; an unknown virtual server is 404.
  * - Fields: `resource`, `authorization_servers` (the trusted issuers),
  *   `scopes_supported`, `bearer_methods_supported: ["header"]` (tokens in the
  *   query or body are not accepted), and `resource_name` /
@@ -23,11 +24,15 @@
  * @since 0.1.0
  */
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
-
-/** The well-known path of RFC 9728. */
-export const WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
+import {
+  mcpResource,
+  type ProtectedResource,
+  virtualServerPath,
+  virtualServerResource,
+  WELL_KNOWN_PATH
+} from "./Resources.ts"
 
 /** An RFC 9728 metadata document. */
 export interface ProtectedResourceMetadataDocument {
@@ -49,31 +54,6 @@ export const documentFor = (settings: OAuthSettings, resource: string): Protecte
   ...(settings.resourceDocumentation === undefined ? {} : { resource_documentation: settings.resourceDocumentation })
 })
 
-/**
- * The configured resource path that covers `requestPath` (exactly, or by a
- * `/*` prefix), or `undefined` when none does.
- */
-export const resourcePathFor = (settings: OAuthSettings, requestPath: string): string | undefined => {
-  const path = requestPath.split("?")[0]!.replace(/\/+$/, "")
-  for (const entry of settings.resourcePaths) {
-    if (!entry.prefix && entry.path === path) return path
-  }
-  for (const entry of settings.resourcePaths) {
-    if (entry.prefix && path.startsWith(`${entry.path}/`)) return path
-  }
-  return undefined
-}
-
-/**
- * The metadata URL to advertise in a challenge (`resource_metadata`) for a
- * request to `requestPath`: the path form when the path is a configured
- * resource, else the root form. Built from the configured origin.
- */
-export const metadataUrl = (settings: OAuthSettings, requestPath?: string): string => {
-  const path = requestPath === undefined ? settings.resourcePath : resourcePathFor(settings, requestPath) ?? ""
-  return `${settings.origin}${WELL_KNOWN_PATH}${path}`
-}
-
 const headers = {
   "cache-control": "public, max-age=300",
   "access-control-allow-origin": "*"
@@ -89,34 +69,52 @@ const preflight = HttpServerResponse.empty({
   }
 })
 
-const documentResponse = (settings: OAuthSettings, resource: string) =>
-  HttpServerResponse.jsonUnsafe(documentFor(settings, resource), { headers })
+const notFound = HttpServerResponse.empty({ status: 404, headers: { "cache-control": "no-store" } })
+
+const documentResponse = (settings: OAuthSettings, resource: ProtectedResource) =>
+  HttpServerResponse.jsonUnsafe(documentFor(settings, resource.resource), { headers })
+
+/** How the routes learn which virtual servers exist. */
+export interface MetadataRoutesOptions {
+  /**
+   * Whether the virtual server `name` exists; a server that does not gets a
+   * 404. Absent, or failing (the configuration cannot be read): every name
+   * is answered, since the document depends on the name only.
+   */
+  readonly virtualServerExists?: ((name: string) => Effect.Effect<boolean, unknown>) | undefined
+}
 
 /**
- * Mounts the metadata routes on the `HttpRouter`: the root form, and the path
- * form of every configured resource path (a `/*` entry covers its sub-paths).
+ * Mounts the metadata routes on the `HttpRouter`: the root form and the path
+ * form of `/mcp`, and the path form of every virtual server.
  */
-export const ProtectedResourceMetadataRoutes: Layer.Layer<never, never, HttpRouter.HttpRouter | OAuthConfig> =
+export const makeRoutes = (
+  options: MetadataRoutesOptions = {}
+): Layer.Layer<never, never, HttpRouter.HttpRouter | OAuthConfig> =>
   HttpRouter.use(Effect.fnUntraced(function*(router) {
     const settings = yield* OAuthConfig
-    yield* router.add("GET", WELL_KNOWN_PATH, documentResponse(settings, settings.resource))
+    const mcp = documentResponse(settings, mcpResource(settings))
+    yield* router.add("GET", WELL_KNOWN_PATH, mcp)
     yield* router.add("OPTIONS", WELL_KNOWN_PATH, preflight)
-    for (const entry of settings.resourcePaths) {
-      if (entry.prefix) {
-        const route = `${WELL_KNOWN_PATH}${entry.path}/*` as const
-        yield* router.add("GET", route, (request: HttpServerRequest.HttpServerRequest) => {
-          const path = request.url.split("?")[0]!.slice(WELL_KNOWN_PATH.length).replace(/\/+$/, "")
-          return Effect.succeed(
-            resourcePathFor(settings, path) === undefined || /[^A-Za-z0-9\-._~/%!$&'()*+,;=:@]/.test(path)
-              ? HttpServerResponse.empty({ status: 404 })
-              : documentResponse(settings, `${settings.origin}${path}`)
-          )
-        })
-        yield* router.add("OPTIONS", route, preflight)
-      } else {
-        const route = `${WELL_KNOWN_PATH}${entry.path}` as const
-        yield* router.add("GET", route, documentResponse(settings, `${settings.origin}${entry.path}`))
-        yield* router.add("OPTIONS", route, preflight)
-      }
+    if (settings.resourcePath !== "") {
+      yield* router.add("GET", `${WELL_KNOWN_PATH}${settings.resourcePath}`, mcp)
+      yield* router.add("OPTIONS", `${WELL_KNOWN_PATH}${settings.resourcePath}`, preflight)
     }
+    const route = `${WELL_KNOWN_PATH}${virtualServerPath(settings, ":name")}` as const
+    const exists = options.virtualServerExists
+    yield* router.add(
+      "GET",
+      route,
+      Effect.gen(function*() {
+        const name = (yield* HttpRouter.params).name ?? ""
+        if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) return notFound
+        if (exists !== undefined && !(yield* Effect.orElseSucceed(exists(name), () => true))) return notFound
+        return documentResponse(settings, virtualServerResource(settings, name))
+      })
+    )
+    yield* router.add("OPTIONS", route, preflight)
   }))
+
+/** The metadata routes, answering for any well-formed virtual-server name. */
+export const ProtectedResourceMetadataRoutes: Layer.Layer<never, never, HttpRouter.HttpRouter | OAuthConfig> =
+  makeRoutes()

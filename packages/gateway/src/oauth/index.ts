@@ -4,24 +4,26 @@
  * Janus accepts bearer JWT access tokens issued by trusted authorization
  * servers for its own resource identifier, alongside its opaque client tokens.
  *
- * - `OAuthOptions` / `OAuthConfig`: trusted issuers, resource (RFC 8707),
- *   scopes, algorithms, skew.
+ * - `OAuthOptions` / `OAuthConfig`: trusted issuers and their per-issuer
+ *   settings, resource (RFC 8707), scopes, algorithms, skew.
+ * - `Issuers`: matching `iss` (trailing slash, multi-tenant templates).
+ * - `Scopes`: reading scopes from `scope`/`scp`/`roles`/`permissions`/…
+ * - `Resources`: `/mcp` and the virtual servers as protected resources.
  * - `AuthorizationServerMetadata`: RFC 8414 / OpenID discovery of `jwks_uri`.
  * - `JwksCache`: per-instance JWKS cache, periodic and rate-limited refresh.
+ * - `Diagnostics`: what `janus doctor` finds at each issuer.
  * - `JwtVerifier`: RFC 9068 / RFC 8725 token validation.
  * - `ProtectedResourceMetadata`: RFC 9728 documents and routes.
  * - `Challenge`, `BearerAuth`: RFC 6750 challenges, 401/403 step-up, 503.
  * - `DownstreamHeaders`: client tokens are never passed downstream.
  *
- * Wiring (lead): provide `OAuthLayer(options)` with an `HttpClient` (a plain
- * one: issuer and JWKS URLs are operator-configured, so not the SSRF-guarded
- * downstream client), with `Layer.provideMerge` into the served app so request
- * handlers see `JwtVerifier` and `OAuthConfig`; mount
- * `ProtectedResourceMetadataRoutes` on the router; in the auth middleware send
- * tokens for which `looksLikeJwt` holds to `authenticate` (or
- * `JwtVerifier.verify` + `challenge`), others to the client-token lookup.
- * Never forward the incoming `Authorization` header downstream
- * (`withoutClientCredentials`).
+ * Wiring: `Security.OAuthLive` builds `OAuthLayer` from the `OAUTH_*`
+ * variables with a plain `HttpClient` (issuer and JWKS URLs are
+ * operator-configured, so not the SSRF-guarded downstream client);
+ * `Security.ProtectedResourceMetadataLive` mounts the metadata routes;
+ * admission sends tokens for which `looksLikeJwt` holds to `JwtVerifier`,
+ * others to the client-token lookup. Never forward the incoming
+ * `Authorization` header downstream (`withoutClientCredentials`).
  *
  * @since 0.1.0
  */
@@ -34,6 +36,7 @@ import { OAuthConfig, type OAuthConfigError, type OAuthOptions } from "./OAuthOp
 export {
   AuthorizationServerMetadata,
   discover,
+  type DiscoveredMetadata,
   DiscoveryError,
   type DiscoveryUrl,
   discoveryUrls
@@ -47,9 +50,19 @@ export {
   respond as challenge,
   wwwAuthenticate
 } from "./Challenge.ts"
+export { diagnose, type IssuerDiagnosis } from "./Diagnostics.ts"
 export { NOT_FORWARDED_HEADERS, withoutClientCredentials } from "./DownstreamHeaders.ts"
-export { isPublicSigningKey, JwksCache, type JwksSnapshot, type JwksStatus } from "./JwksCache.ts"
-export { JwtVerifier, type OAuthIdentity, scopesOf, type TokenRequirement } from "./JwtVerifier.ts"
+export { advertisedIssuer, type IssuerTemplate, normalizeIssuer, parseTemplate } from "./Issuers.ts"
+export {
+  type FetchedKeySet,
+  fetchKeySet,
+  isPublicSigningKey,
+  JwksCache,
+  type JwksSnapshot,
+  type JwksStatus,
+  jwksUriOf
+} from "./JwksCache.ts"
+export { JwtVerifier, type OAuthIdentity, type TokenRequirement } from "./JwtVerifier.ts"
 export {
   type AuthenticationError,
   InsufficientScope,
@@ -71,19 +84,28 @@ export {
   type OAuthOptions,
   type OAuthSettings,
   resolve as resolveOAuthOptions,
-  type ResourcePath,
   sameResource,
   type SigningAlgorithm,
   SUPPORTED_ALGORITHMS
 } from "./OAuthOptions.ts"
 export {
   documentFor,
-  metadataUrl,
+  makeRoutes as makeProtectedResourceMetadataRoutes,
+  type MetadataRoutesOptions,
   type ProtectedResourceMetadataDocument,
-  ProtectedResourceMetadataRoutes,
-  resourcePathFor,
-  WELL_KNOWN_PATH
+  ProtectedResourceMetadataRoutes
 } from "./ProtectedResourceMetadata.ts"
+export {
+  acceptedAudiences,
+  mcpResource,
+  metadataUrl,
+  metadataUrlOf,
+  type ProtectedResource,
+  resourceOf,
+  virtualServerResource,
+  WELL_KNOWN_PATH
+} from "./Resources.ts"
+export { advertise as advertiseScopes, claimValue, DEFAULT_SCOPE_CLAIMS, scopesOf } from "./Scopes.ts"
 
 /**
  * Everything the resource server needs at run time: the validated settings,

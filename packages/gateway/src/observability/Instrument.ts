@@ -91,6 +91,7 @@ export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Metrics.CallOutcom
     if (e._tag === "ToolCallRefused" && typeof e.reason === "string") {
       return e.reason === "unavailable" ? "error" : e.reason as Metrics.CallOutcome
     }
+    if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
   }
   return "error"
 }
@@ -111,7 +112,15 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
           { kind: "internal" }
         )
       ),
-    guardCall: (caller, toolName, call) =>
+    admitMessage: (request, caller) =>
+      Effect.withFiber((fiber) =>
+        guard.admitMessage(request, caller).pipe(
+          Effect.tapError((refused) =>
+            Effect.sync(() => Metrics.recordRefusal(fiber.context, refusalReason(refused.status)))
+          )
+        )
+      ),
+    guardCall: (caller, toolName, call, admitted) =>
       Effect.withFiber((fiber) => {
         const context = fiber.context
         const started = performance.now()
@@ -129,7 +138,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
             })
           )
         )
-        const observed = guard.guardCall(caller, toolName, permitted).pipe(
+        const observed = guard.guardCall(caller, toolName, permitted, admitted).pipe(
           Effect.onExit((exit) => {
             const outcome = outcomeOf(exit)
             Metrics.recordCall(context, toolName, connection, outcome, (performance.now() - started) / 1000)

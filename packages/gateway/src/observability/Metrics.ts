@@ -241,7 +241,15 @@ export const httpActive = (context: Context.Context<never>, method: string, delt
 // -----------------------------------------------------------------------------
 
 /** Every outcome of a tools/call attempt (the audit record's). */
-export type CallOutcome = "ok" | "error" | "denied" | "rate_limited" | "shed" | "breaker_open" | "timeout"
+export type CallOutcome =
+  | "ok"
+  | "error"
+  | "denied"
+  | "invalid"
+  | "rate_limited"
+  | "shed"
+  | "breaker_open"
+  | "timeout"
 
 const callCounters = memo((tool) =>
   memo((connection) => memo((outcome) => Metric.withAttributes(calls, { outcome, tool, connection })))

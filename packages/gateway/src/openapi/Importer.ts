@@ -207,6 +207,7 @@ export class OpenApiImporter extends Context.Service<OpenApiImporter, {
                 pathTemplate: changed.next.pathTemplate,
                 arguments: changed.next.arguments,
                 inputSchema: changed.next.inputSchema,
+                ...(changed.outputSchema === undefined ? {} : { outputSchema: changed.outputSchema }),
                 ...(changed.idempotent === undefined ? {} : { idempotent: changed.idempotent })
               })
             }

@@ -353,6 +353,8 @@ export interface ChangedEndpoint {
   readonly next: PlannedEndpoint
   /** Kept on update unless the method changed (then the method's default). */
   readonly idempotent: boolean | undefined
+  /** Kept on update: a document's import does not set one (an operator declared it). */
+  readonly outputSchema: Endpoint["outputSchema"]
 }
 
 export interface RemovedEndpoint {
@@ -396,7 +398,8 @@ export const diff = (existing: ReadonlyArray<Endpoint>, planned: ReadonlyArray<P
         name: p.name,
         fields,
         next: p,
-        idempotent: e.method === p.method ? e.idempotent : undefined
+        idempotent: e.method === p.method ? e.idempotent : undefined,
+        outputSchema: e.outputSchema
       })
     }
   }

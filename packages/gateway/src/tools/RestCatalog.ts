@@ -7,6 +7,12 @@
  * - Resolve: from the config cache. Tools and request plans are compiled once
  *   per configuration snapshot (a `WeakMap` keyed by the snapshot object the
  *   cache hands out), so a call does a map lookup, not a query or a parse.
+ * - Validate: the arguments against the tool's input schema before anything
+ *   else (`RestValidation`: compiled once per tool version, on its first
+ *   call); arguments that do not fit, or that the request cannot carry
+ *   (`RestRequest`), are `InvalidToolArguments` answered as a tool result
+ *   with `isError` and audited `invalid`. A declared output schema is
+ *   enforced on the result (`RestResult.conform`).
  * - Response cache (`RESPONSE_CACHE_TTL` > 0): only GET endpoints marked
  *   idempotent; keyed by the caller's identity, method and URL, so one caller
  *   never sees a response fetched for another; purged whenever connections,
@@ -51,6 +57,7 @@ import * as Metrics from "../observability/Metrics.ts"
 import { Redactor } from "../redaction/index.ts"
 import * as RestRequest from "./RestRequest.ts"
 import * as RestResult from "./RestResult.ts"
+import * as RestValidation from "./RestValidation.ts"
 
 /** How often a long call reports progress when the client asked for it. */
 export const PROGRESS_INTERVAL = Duration.seconds(1)
@@ -64,6 +71,8 @@ interface CompiledTool {
   readonly connection: RestConnection
   readonly egress: EgressConnection
   readonly cacheable: boolean
+  /** Set on the tool version's first call (or from an earlier snapshot's). */
+  validators: RestValidation.ToolValidators | undefined
 }
 
 interface Compiled {
@@ -84,7 +93,8 @@ export const authScheme = (auth: RestConnection["auth"]): AuthScheme => {
   }
 }
 
-const compile = (snapshot: ConfigSnapshot): Compiled => {
+const compile = (snapshot: ConfigSnapshot, validation: RestValidation.RestValidation): Compiled => {
+  validation.retain(snapshot.endpoints)
   const byName = new Map<string, CompiledTool>()
   const tools: Array<Tool> = []
   for (const endpoint of snapshot.endpoints) {
@@ -97,6 +107,7 @@ const compile = (snapshot: ConfigSnapshot): Compiled => {
         ? endpoint.description
         : `${endpoint.method} ${endpoint.pathTemplate} on ${connection.name}`,
       inputSchema: endpoint.inputSchema as Tool["inputSchema"],
+      ...(endpoint.outputSchema === undefined ? {} : { outputSchema: endpoint.outputSchema as Tool["inputSchema"] }),
       annotations: {
         title: endpoint.name,
         readOnlyHint: readOnly,
@@ -124,7 +135,8 @@ const compile = (snapshot: ConfigSnapshot): Compiled => {
         },
         ...(connection.egressAllowList === null ? {} : { allow: connection.egressAllowList })
       },
-      cacheable: endpoint.method === "GET" && endpoint.idempotent
+      cacheable: endpoint.method === "GET" && endpoint.idempotent,
+      validators: validation.cached(endpoint)
     })
   }
   tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -144,6 +156,15 @@ const refusal = (tool: string, error: DownstreamError | { readonly _tag: string;
     }
     case "DownstreamTimeout":
       return new ToolCallRefused({ name: tool, reason: "timeout", detail: error.message })
+    case "UnsendableRequest":
+      // nothing was sent: what the arguments put into the request cannot travel over HTTP
+      return new InvalidToolArguments({
+        name: tool,
+        detail: `the request built from them cannot be sent (${
+          (error as { reason: string }).reason
+        }); expected values HTTP can carry`,
+        asToolResult: true
+      })
     case "EgressRefused":
     case "SecretNotFound":
     case "SecretDecryptionFailed":
@@ -170,11 +191,12 @@ export const layer: Layer.Layer<
     const config = yield* JanusConfig
     const redactor = yield* Redactor
 
+    const validation = RestValidation.make()
     const compiledBySnapshot = new WeakMap<ConfigSnapshot, Compiled>()
     const compiled = Effect.map(configCache.snapshot, (snapshot) => {
       let c = compiledBySnapshot.get(snapshot)
       if (c === undefined) {
-        c = compile(snapshot)
+        c = compile(snapshot, validation)
         compiledBySnapshot.set(snapshot, c)
       }
       return c
@@ -208,7 +230,25 @@ export const layer: Layer.Layer<
         })
       })
 
-    const toResult = (response: DownstreamResponse, record: Option.Option<CallRecord>) =>
+    /** The first call of a tool version compiles its validators (later snapshots find them in `validation`). */
+    const compileValidators = (tool: CompiledTool) =>
+      validation.compile(tool.plan.endpoint).pipe(
+        Effect.tap((validators) => Effect.sync(() => tool.validators = validators)),
+        Effect.mapError((unusable) =>
+          new ToolCallRefused({
+            name: tool.plan.endpoint.name,
+            reason: "unavailable",
+            detail: `the tool's ${unusable.field} cannot be used (${unusable.reason}); an administrator must correct it`
+          })
+        )
+      )
+
+    const toResult = (
+      tool: CompiledTool,
+      validators: RestValidation.ToolValidators,
+      response: DownstreamResponse,
+      record: Option.Option<CallRecord>
+    ) =>
       Effect.gen(function*() {
         const contentType = response.headers["content-type"]
         let body = decoder.decode(response.body)
@@ -221,7 +261,10 @@ export const layer: Layer.Layer<
           body = redacted.value
           if (Option.isSome(record)) record.value.redactions += redacted.total
         }
-        return RestResult.fromResponse({ status: response.status, contentType, body }) as CallToolResult
+        const result = RestResult.fromResponse({ status: response.status, contentType, body })
+        return (validators.output === undefined ?
+          result :
+          RestResult.conform(tool.plan.endpoint.name, result, contentType, validators.output)) as CallToolResult
       })
 
     return ToolCatalog.of({
@@ -239,6 +282,13 @@ export const layer: Layer.Layer<
           const record = yield* Effect.serviceOption(CurrentCall)
           if (Option.isSome(record)) record.value.connection = tool.connection.name
 
+          // the caller's arguments as sent, before redaction rewrites any of them
+          const validators = tool.validators ?? (yield* compileValidators(tool))
+          const invalid = validators.input(request.arguments)
+          if (invalid !== undefined) {
+            return yield* new InvalidToolArguments({ name: request.name, detail: invalid, asToolResult: true })
+          }
+
           let args = request.arguments
           if (redactor.enabled) {
             const redacted = yield* redactor.redactJson(args).pipe(
@@ -249,7 +299,11 @@ export const layer: Layer.Layer<
           }
           const built = RestRequest.build(tool.plan, args)
           if (built._tag === "Failure") {
-            return yield* new InvalidToolArguments({ name: request.name, detail: built.failure.message })
+            return yield* new InvalidToolArguments({
+              name: request.name,
+              detail: built.failure.message,
+              asToolResult: true
+            })
           }
           const req = built.success
           if (Option.isSome(record)) record.value.bytesOut = req.body?.length ?? 0
@@ -285,8 +339,8 @@ export const layer: Layer.Layer<
             record.value.status = response.status
             record.value.bytesIn = response.body.length
           }
-          const result = yield* toResult(response, record)
-          if (cacheKey !== undefined && response.status < 400) yield* Cache.set(responses!, cacheKey, result)
+          const result = yield* toResult(tool, validators, response, record)
+          if (cacheKey !== undefined && result.isError !== true) yield* Cache.set(responses!, cacheKey, result)
           return result
         })
     })

@@ -11,16 +11,30 @@
  *   body argument named `body` is sent as the whole body).
  * - An argument the map does not name goes to the query for GET, HEAD,
  *   DELETE and OPTIONS and to the body otherwise, as most REST APIs expect.
- * - A path parameter without a value, or a header argument naming a header
- *   the gateway owns (authorization, host, content-length, hop-by-hop
- *   headers, cookies), is refused with an `InvalidToolArguments` error that
- *   says which argument and why: arguments never override the secret the
- *   gateway injects nor the framing of the request.
+ * - Only arguments the input schema declares are sent: its `properties`
+ *   (also inside `allOf`/`anyOf`/`oneOf`/`if`/`then`/`else` and local
+ *   `$ref`s) and `patternProperties`, or any argument when the schema
+ *   explicitly allows more (`additionalProperties` other than false) or is
+ *   free-form (no `properties` or `patternProperties` anywhere: it describes
+ *   no argument, so there is nothing to hold the caller's against). Others
+ *   are dropped, never forwarded.
+ * - Refused with an `InvalidToolArguments` error that says which argument and
+ *   why (arguments never override the secret the gateway injects nor the
+ *   framing of the request, and a request never carries what the caller did
+ *   not mean): a path parameter without a value; a header argument naming a
+ *   header the gateway owns (authorization, host, content-length, hop-by-hop
+ *   headers, cookies) or holding a character a header cannot carry (only
+ *   tab, visible ASCII, space and Latin-1, as Node and undici accept); a
+ *   lone surrogate in a path or query argument (a URL cannot carry it); a
+ *   number too large to represent anywhere in a sent argument (`1e400`
+ *   parses as Infinity, which would travel as `Infinity` in a URL and as
+ *   `null` in JSON).
  *
  * @since 0.1.0
  */
 import type { Endpoint } from "@janus/storage"
 import { Result, Schema } from "effect"
+import { pathText } from "./RestValidation.ts"
 
 /** The arguments of a call do not fit the endpoint. */
 export class InvalidToolArguments extends Schema.TaggedError<InvalidToolArguments>()("InvalidToolArguments", {
@@ -75,6 +89,8 @@ export interface RestPlan {
   readonly endpoint: Endpoint
   readonly segments: ReadonlyArray<{ readonly literal: string } | { readonly param: string }>
   readonly defaultLocation: "query" | "body"
+  /** Whether the input schema declares an argument of this name (only those are sent). */
+  readonly declares: (name: string) => boolean
 }
 
 export const plan = (endpoint: Endpoint): RestPlan => {
@@ -90,8 +106,128 @@ export const plan = (endpoint: Endpoint): RestPlan => {
   return {
     endpoint,
     segments,
-    defaultLocation: bodyless.has(endpoint.method) ? "query" : "body"
+    defaultLocation: bodyless.has(endpoint.method) ? "query" : "body",
+    declares: declaredArguments(endpoint.inputSchema)
   }
+}
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const composed = ["allOf", "anyOf", "oneOf"] as const
+const conditional = ["if", "then", "else"] as const
+
+/** The argument names `schema` declares, as a predicate (see the module rules). */
+export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (name: string) => boolean => {
+  if (
+    (schema.additionalProperties !== undefined && schema.additionalProperties !== false) ||
+    (schema.unevaluatedProperties !== undefined && schema.unevaluatedProperties !== false)
+  ) {
+    return () => true
+  }
+  const names = new Set<string>()
+  const patterns: Array<RegExp> = []
+  const seen = new Set<unknown>()
+  let describesArguments = false
+  const visit = (node: unknown) => {
+    if (!isObject(node) || seen.has(node)) return
+    seen.add(node)
+    if (node.properties !== undefined || node.patternProperties !== undefined) describesArguments = true
+    if (isObject(node.properties)) { for (const name of Object.keys(node.properties)) names.add(name) }
+    if (isObject(node.patternProperties)) {
+      for (const pattern of Object.keys(node.patternProperties)) {
+        try {
+          patterns.push(new RegExp(pattern, "u"))
+        } catch {
+          // a pattern Ajv would not compile either: the tool's calls are refused before this matters
+        }
+      }
+    }
+    for (const key of composed) if (Array.isArray(node[key])) { for (const member of node[key]) visit(member) }
+    for (const key of conditional) visit(node[key])
+    if (typeof node.$ref === "string") visit(localRef(schema, node.$ref))
+  }
+  visit(schema)
+  if (!describesArguments) return () => true
+  return patterns.length === 0 ?
+    (name) => names.has(name) :
+    (name) => names.has(name) || patterns.some((pattern) => pattern.test(name))
+}
+
+/** The subschema a local `$ref` (`#/$defs/x`) points to in `root`. */
+const localRef = (root: Readonly<Record<string, unknown>>, ref: string): unknown => {
+  if (!ref.startsWith("#/")) return undefined
+  let node: unknown = root
+  for (const raw of ref.slice(2).split("/")) {
+    const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~")
+    if (!isObject(node)) return undefined
+    node = node[key]
+  }
+  return node
+}
+
+/** Characters a header value cannot carry (what Node and undici refuse): not tab, visible ASCII, space or Latin-1. */
+const notInHeader = /[^\t\x20-\x7e\x80-\xff]/
+
+const characterNames: Readonly<Record<number, string>> = {
+  0x00: "NUL",
+  0x0a: "line feed",
+  0x0d: "carriage return",
+  0x7f: "DEL",
+  0x2028: "line separator",
+  0x2029: "paragraph separator"
+}
+
+/** `U+1F600`, `U+0000 (NUL)`, `U+D800 (a lone surrogate)`. */
+const characterName = (codePoint: number): string => {
+  const hex = `U+${codePoint.toString(16).toUpperCase().padStart(4, "0")}`
+  const name = codePoint >= 0xd800 && codePoint <= 0xdfff ? "a lone surrogate" : characterNames[codePoint]
+  return name === undefined ? hex : `${hex} (${name})`
+}
+
+/** The first lone surrogate of a string that is not well-formed. */
+const loneSurrogate = (text: string): number => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++
+        continue
+      }
+      return c
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) return c
+  }
+  return 0xfffd
+}
+
+const notInUrl = (name: string, text: string): string =>
+  `${pathText("arguments", [name])} holds ${
+    characterName(loneSurrogate(text))
+  }, which a URL cannot carry; expected well-formed Unicode text`
+
+const overflow = (name: string, below: ReadonlyArray<string | number>): string =>
+  `${
+    pathText("arguments", [name, ...below])
+  } is a number too large to represent (it overflows to infinity, as 1e400 does); expected a finite number`
+
+/** The path (below the argument) of the first non-finite number in `value`, or undefined. */
+const nonFinite = (value: unknown): Array<string | number> | undefined => {
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : []
+  if (typeof value !== "object" || value === null) return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nonFinite(value[i])
+      if (found !== undefined) return [i, ...found]
+    }
+    return undefined
+  }
+  for (const key in value) {
+    const found = nonFinite((value as Record<string, unknown>)[key])
+    if (found !== undefined) return [key, ...found]
+  }
+  return undefined
 }
 
 export const build = (
@@ -109,10 +245,14 @@ export const build = (
     const value = args[segment.param]
     if (value === undefined || value === null || value === "") {
       return fail(
-        `argument ${JSON.stringify(segment.param)} is required: it is part of the path ${endpoint.pathTemplate}`
+        `${pathText("arguments", [segment.param])} is required: it is part of the path ${endpoint.pathTemplate}`
       )
     }
-    path += encodeURIComponent(scalar(value))
+    const overflowing = nonFinite(value)
+    if (overflowing !== undefined) return fail(overflow(segment.param, overflowing))
+    const text = scalar(value)
+    if (typeof value === "string" && !text.isWellFormed()) return fail(notInUrl(segment.param, text))
+    path += encodeURIComponent(text)
   }
   if (!path.startsWith("/")) path = `/${path}`
   const query: Array<readonly [string, string]> = []
@@ -120,23 +260,35 @@ export const build = (
   const bodyArgs: Array<[string, unknown]> = []
   for (const name in args) {
     const value = args[name]
-    if (value === undefined) continue
+    if (value === undefined || !p.declares(name)) continue
+    const overflowing = nonFinite(value)
+    if (overflowing !== undefined) return fail(overflow(name, overflowing))
     const location = endpoint.arguments[name] ?? p.defaultLocation
     switch (location) {
       case "path":
         break
-      case "query":
-        if (Array.isArray(value)) { for (const item of value) query.push([name, scalar(item)]) }
-        else if (value !== null) query.push([name, scalar(value)])
+      case "query": {
+        const items = Array.isArray(value) ? value : value === null ? [] : [value]
+        for (const item of items) {
+          const text = scalar(item)
+          if (!text.isWellFormed()) return fail(notInUrl(name, text))
+          query.push([name, text])
+        }
         break
+      }
       case "header": {
         const header = name.toLowerCase()
         if (ownedHeaders.has(header)) {
-          return fail(`argument ${JSON.stringify(name)} names the header ${header}, which the gateway sets itself`)
+          return fail(`${pathText("arguments", [name])} names the header ${header}, which the gateway sets itself`)
         }
         const text = scalar(value)
-        if (/[\r\n\0]/.test(text)) {
-          return fail(`argument ${JSON.stringify(name)} contains a line break; a header value cannot`)
+        const bad = notInHeader.exec(text)
+        if (bad !== null) {
+          return fail(
+            `${pathText("arguments", [name])} holds ${
+              characterName(text.codePointAt(bad.index)!)
+            }, which an HTTP header cannot carry; expected tabs, spaces, visible ASCII or Latin-1 characters`
+          )
         }
         headers[header] = text
         break

@@ -11,6 +11,10 @@
  *   flooding the client with an error page.
  * - The JSON text is parsed once and the original text is reused as the
  *   text content: no re-serialisation.
+ * - A tool that declares an `outputSchema` returns `structuredContent` that
+ *   conforms to it, or an `isError` result saying where it does not (and
+ *   nothing of the non-conforming response): MCP requires structured results
+ *   to conform, and a client validates them against the schema it listed.
  *
  * @since 0.1.0
  */
@@ -56,3 +60,29 @@ export const fromResponse = (response: {
   }
   return { content: [{ type: "text", text: response.body }] }
 }
+
+/**
+ * `result` when it is an error or its `structuredContent` passes `check`;
+ * otherwise an error result saying what does not conform.
+ */
+export const conform = (
+  tool: string,
+  result: ToolResult,
+  contentType: string | undefined,
+  check: (structuredContent: unknown) => string | undefined
+): ToolResult => {
+  if (result.isError === true) return result
+  if (result.structuredContent === undefined) {
+    return errorResult(
+      `Tool '${tool}' declares an outputSchema, but the downstream answered with no structured content (${
+        contentType === undefined ? "a body without a content type" : `a ${contentType.split(";")[0]} body`
+      }, not JSON); the result was not passed on`
+    )
+  }
+  const problem = check(result.structuredContent)
+  return problem === undefined ? result : errorResult(
+    `The result of tool '${tool}' does not conform to the tool's outputSchema: ${problem}; the result was not passed on`
+  )
+}
+
+const errorResult = (text: string): ToolResult => ({ content: [{ type: "text", text }], isError: true })

@@ -7,6 +7,7 @@ import { assert } from "@effect/vitest"
 import { AdminTokens } from "@janus/storage"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
+import type { JanusSettings } from "../../src/config/JanusConfig.ts"
 import * as GatewayTesting from "../../src/testing.ts"
 import type { TestGateway } from "../../src/testing.ts"
 
@@ -14,10 +15,13 @@ import type { TestGateway } from "../../src/testing.ts"
  * The whole gateway (`GatewayTesting.layer`: test server on loopback,
  * in-memory PGlite, default configuration, the admin routes among the
  * others). `extra` is provided under the gateway's services (e.g. the OAuth
- * layer with a test issuer).
+ * layer with a test issuer); `config` overrides settings.
  */
-export const layer = <E = never>(extra?: Layer.Layer<any, E, never>): Layer.Layer<TestGateway, unknown> =>
-  GatewayTesting.layer(extra === undefined ? {} : { extra })
+export const layer = <E = never>(
+  extra?: Layer.Layer<any, E, never>,
+  config?: Partial<JanusSettings>
+): Layer.Layer<TestGateway, unknown> =>
+  GatewayTesting.layer({ ...(extra === undefined ? {} : { extra }), ...(config === undefined ? {} : { config }) })
 
 /**
  * Options of every admin suite: the server runs on the real clock (no

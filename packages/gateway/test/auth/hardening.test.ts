@@ -11,13 +11,16 @@ import { Hardening } from "../../src/auth/index.ts"
 
 const nested = (depth: number, inner = "1") => "[".repeat(depth) + inner + "]".repeat(depth)
 
-/** Starts `Hardening.createServer(limits)` on loopback for the scope; answers 200 "ok". */
+/** Starts `Hardening.createServer(limits)` on loopback for the scope; answers 200 "ok" once the body is read. */
 const server = (limits: Partial<Hardening.ServerLimits>) =>
   Effect.acquireRelease(
     Effect.promise(() =>
       new Promise<{ port: number; close: () => Promise<void> }>((resolve) => {
         const http = Hardening.createServer(limits)
-        http.on("request", (_req, res) => res.end("ok"))
+        http.on("request", (req, res) => {
+          req.resume()
+          req.on("end", () => res.end("ok"))
+        })
         http.listen(0, "127.0.0.1", () =>
           resolve({
             port: (http.address() as Net.AddressInfo).port,
@@ -54,6 +57,13 @@ const raw = (port: number, chunks: ReadonlyArray<string>, pauseMs = 0) =>
     })
   )
 
+/** The JSON body of a raw HTTP response. */
+const body = (text: string): { readonly error: string; readonly message: string } => {
+  const at = text.indexOf("\r\n\r\n")
+  assert.isAbove(at, 0, `a complete response head: ${JSON.stringify(text)}`)
+  return JSON.parse(text.slice(at + 4))
+}
+
 describe("Hardening", () => {
   it.effect("JSON depth: 64 levels pass, 65 are refused; brackets inside strings do not count", () =>
     Effect.sync(() => {
@@ -80,6 +90,14 @@ describe("Hardening", () => {
       assert.match(ok.text, /^HTTP\/1.1 200/)
       const big = yield* raw(port, [`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(4_096)}\r\n\r\n`])
       assert.match(big.text, /^HTTP\/1.1 431/)
+      const tooBig = body(big.text)
+      assert.strictEqual(tooBig.error, "request_header_fields_too_large")
+      assert.include(tooBig.message, "more than 1024 bytes")
+      // not HTTP at all: 400 saying so, with a body
+      const garbage = yield* raw(port, ["\u0000\u0001 nonsense\r\n\r\n"])
+      assert.match(garbage.text, /^HTTP\/1.1 400/)
+      assert.strictEqual(body(garbage.text).error, "bad_request")
+      assert.include(body(garbage.text).message, "not a valid HTTP/1.1 request")
     }))
 
   it.effect("Node server: a client that sends its headers too slowly gets 408 and is disconnected", () =>
@@ -88,6 +106,20 @@ describe("Hardening", () => {
       const slow = yield* raw(port, ["GET / HTTP/1.1\r\nHost: x\r\n", "X-Late: 1\r\n\r\n"], 2_000)
       assert.match(slow.text, /^HTTP\/1.1 408/)
       assert.isBelow(slow.ms, 1_500)
+      // the 408 says which limit the request missed and what to do
+      assert.match(slow.text, /\r\ncontent-type: application\/json\r\n/i)
+      const timedOut = body(slow.text)
+      assert.strictEqual(timedOut.error, "request_timeout")
+      assert.include(timedOut.message, "headers within 300 ms")
+      assert.include(timedOut.message, "whole request within 600 ms")
+      // a body that stalls gets the same answer
+      const stalled = yield* raw(
+        port,
+        ["POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", "defghij"],
+        2_000
+      )
+      assert.match(stalled.text, /^HTTP\/1.1 408/)
+      assert.strictEqual(body(stalled.text).error, "request_timeout")
     }))
 
   it.effect("default server limits", () =>

@@ -1,5 +1,5 @@
 /**
- * The two limiter tiers on one instance (memory store), with exact admission
+ * The limiter tiers on one instance (memory store), with exact admission
  * counts under the TestClock.
  */
 import { assert, describe, layer } from "@effect/vitest"
@@ -12,6 +12,7 @@ import { admission, admitted, count, refusal, request, unique } from "./support.
 
 const refusedIp = Metric.withAttributes(Limits.refused, { tier: "ip" })
 const refusedIdentity = Metric.withAttributes(Limits.refused, { tier: "identity" })
+const refusedFailures = Metric.withAttributes(Limits.refused, { tier: "auth_failure" })
 
 const token = Effect.map(
   ClientTokens.use((t) => t.create({ name: unique("client") })),
@@ -110,6 +111,67 @@ describe("Admission limits (memory store)", () => {
         assert.strictEqual(AuthHeaders.ratePolicy({ rate: 300, burst: 600 }), "600;w=2")
         yield* TestClock.adjust("1 second")
         assert.strictEqual(yield* admitted(5, () => admit.admit(request({ ip: "198.51.100.30" }))), 3)
+      }))
+
+    it.effect("failed authentications: 10 are checked, then 429 before authenticating; one more every 2 s", () =>
+      Effect.gen(function*() {
+        const admit = yield* admission()
+        const before = yield* count(refusedFailures)
+        let checked = 0
+        const attempt = (ip: string, outcome: "fails" | "succeeds") =>
+          admit.admitAuthentication(
+            request({ ip }),
+            Effect.suspend(() => {
+              checked++
+              return outcome === "fails" ? Effect.fail("invalid_token" as const) : Effect.succeed("admin" as const)
+            }),
+            (error) => error === "invalid_token"
+          )
+        const ip = "198.51.100.50"
+        // successes draw nothing from the failure bucket
+        for (let i = 0; i < 50; i++) assert.strictEqual(yield* attempt(ip, "succeeds"), "admin")
+        for (let i = 0; i < 10; i++) assert.strictEqual(yield* Effect.flip(attempt(ip, "fails")), "invalid_token")
+        checked = 0
+        const refused = yield* Effect.flip(attempt(ip, "fails"))
+        assert.notStrictEqual(refused, "invalid_token")
+        if (refused === "invalid_token") return
+        assert.strictEqual(refused.status, 429)
+        assert.deepStrictEqual(refused.headers, {
+          "retry-after": "2",
+          "ratelimit": "limit=10, remaining=0, reset=2",
+          "ratelimit-policy": "10;w=20"
+        })
+        assert.strictEqual(
+          refused.message,
+          "Too many failed authentications from this address: after 10 in a row, one is allowed every 2 s; " +
+            "retry after 2 s"
+        )
+        // a valid credential from that address waits too, and nothing was looked at
+        assert.strictEqual((yield* Effect.flip(attempt(ip, "succeeds"))) !== "invalid_token", true)
+        assert.strictEqual(checked, 0)
+        // another address is not affected
+        assert.strictEqual(yield* attempt("198.51.100.51", "succeeds"), "admin")
+        // 2 s later one failure is forgiven: a success passes, and so does exactly one more failure
+        yield* TestClock.adjust("1999 millis")
+        assert.notStrictEqual(yield* Effect.flip(attempt(ip, "succeeds")), "invalid_token")
+        yield* TestClock.adjust("1 millis")
+        assert.strictEqual(yield* attempt(ip, "succeeds"), "admin")
+        assert.strictEqual(yield* Effect.flip(attempt(ip, "fails")), "invalid_token")
+        assert.notStrictEqual(yield* Effect.flip(attempt(ip, "fails")), "invalid_token")
+        assert.strictEqual((yield* count(refusedFailures)) - before, 4)
+      }))
+
+    it.effect("admitAuthentication draws on the per-IP bucket like admit", () =>
+      Effect.gen(function*() {
+        const admit = yield* admission({ ipLimit: { rate: 1, burst: 3 } })
+        const ip = "198.51.100.52"
+        const attempt = () => admit.admitAuthentication(request({ ip }), Effect.succeed("admin"), () => false)
+        for (let i = 0; i < 3; i++) assert.strictEqual(yield* attempt(), "admin")
+        const refused = yield* Effect.flip(attempt())
+        assert.strictEqual(refused.status, 429)
+        assert.include(refused.message, "from this address")
+        // the same bucket as the MCP endpoint's
+        assert.strictEqual((yield* refusal(admit.admit(request({ ip })))).status, 429)
       }))
 
     it.effect("the memory store forgets full buckets and never holds more than its cap", () =>

@@ -8,7 +8,7 @@ import { NodeRedis } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { ClientTokens } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
-import { Context, Effect, Layer, Logger, Metric, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Logger, Metric, Redacted } from "effect"
 import { Redis } from "effect/persistence"
 import * as Net from "node:net"
 import { Limits } from "../../src/auth/index.ts"
@@ -114,6 +114,29 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         const stored = yield* keys
         assert.isTrue(stored.includes(`${prefix}id:token:${token.id}`))
         assert.isFalse(stored.some((key) => key.includes(secret)), "never keyed by the bearer string")
+      }))
+
+    it.effect("failed authentications: one bucket per address across instances", () =>
+      Effect.gen(function*() {
+        const prefix = `${unique("janus-test")}:`
+        const keys = yield* keysUnder(prefix)
+        // a generous Redis timeout: this is about sharing, not about a slow Redis on a busy machine
+        const options = {
+          redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix, timeout: Duration.seconds(2) }
+        }
+        const a = yield* admission(options)
+        const b = yield* admission(options)
+        const ip = "198.51.100.60"
+        const fail = (i: number) =>
+          (i % 2 === 0 ? a : b).admitAuthentication(request({ ip }), Effect.fail("invalid_token"), () => true)
+        for (let i = 0; i < 10; i++) assert.strictEqual(yield* Effect.flip(fail(i)), "invalid_token")
+        for (const instance of [a, b]) {
+          const refused = yield* Effect.flip(
+            instance.admitAuthentication(request({ ip }), Effect.succeed("admin"), () => false)
+          )
+          assert.strictEqual(refused.status, 429)
+        }
+        assert.isTrue((yield* keys).some((key) => key === `${prefix}fail:${ip}`))
       }))
 
     it.effect("Redis down: fail open to per-instance memory limits, with a warning and a metric; then back", () =>

@@ -23,7 +23,7 @@ describe("janus on an embedded database", () => {
     // migrate: names what it applied; the second run applies nothing
     let r = await run(["migrate"])
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Applied 6 migrations to embedded database in /)
+    assert.match(r.stdout, /Applied 8 migrations to embedded database in /)
     assert.match(r.stdout, /1 config/)
 
     // secret set from stdin (one trailing newline dropped), never echoed
@@ -217,5 +217,62 @@ describe("janus on an embedded database", () => {
 
     // the secret's value never appeared anywhere
     for (const o of outputs) assert.notInclude(o.stdout + o.stderr, SECRET)
+  }, 150_000)
+
+  it("connection add --stdio: the program after --, refused unless JANUS_STDIO_COMMANDS allows it", async () => {
+    const env = { JANUS_HOME: tempHome(), JANUS_PORT: String(await freePort()) }
+    const run = (args: ReadonlyArray<string>) => janus(args, env)
+    let r: Ran
+    const memory = [
+      "connection",
+      "add",
+      "memory",
+      "--stdio",
+      "--json",
+      "--",
+      "npx",
+      "-y",
+      "@modelcontextprotocol/server-memory"
+    ]
+    r = await run(memory)
+    assert.strictEqual(r.code, 1, r.stdout)
+    assert.match(r.stderr, /command \(got "npx"\): expected a command allowed by JANUS_STDIO_COMMANDS/)
+    const allowing = { ...env, JANUS_STDIO_COMMANDS: "npx,/usr/bin/*" }
+    r = await janus(
+      [
+        ...memory.slice(0, 5),
+        "--env",
+        "MODE=fast",
+        "--env-secret",
+        "TOKEN=gh_token",
+        "--poll-interval",
+        "5000",
+        ...memory.slice(5)
+      ],
+      allowing
+    )
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.deepInclude(JSON.parse(r.stdout), {
+      name: "memory",
+      kind: "mcp",
+      transport: "stdio",
+      command: "npx",
+      args: ["-y", "@modelcontextprotocol/server-memory"],
+      env: { MODE: "fast", TOKEN: { secret: "gh_token" } },
+      cwd: null,
+      pollIntervalMs: 5000
+    })
+    for (
+      const [args, error] of [
+        [["--stdio"], /--stdio needs a program/],
+        [["--stdio", "--", "python3", "server.py"], /JANUS_STDIO_COMMANDS \(npx, \/usr\/bin\/\*\)/]
+      ] as const
+    ) {
+      r = await janus(["connection", "add", "refused", ...args], allowing)
+      assert.strictEqual(r.code, 1, r.stdout)
+      assert.match(r.stderr, error)
+    }
+    r = await run(["connection", "remove", "memory"])
+    assert.strictEqual(r.code, 0, r.stderr)
   }, 150_000)
 })

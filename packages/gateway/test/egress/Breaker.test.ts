@@ -84,6 +84,25 @@ describe("circuit breaker", () => {
       assert.strictEqual((yield* fine.breaker.state)._tag, "Closed")
     }).pipe(Effect.provide(egress())))
 
+  it.effect("a request the HTTP client refuses to send is not counted against the downstream, nor called unavailable", () =>
+    Effect.gen(function*() {
+      const server = yield* statusServer(() => 200)
+      const client = yield* DownstreamClient
+      const prepared = yield* client.prepare(breakerConnection("caller-mistakes", server.origin))
+      // characters no HTTP header can carry; undici refuses them before anything is sent
+      for (const value of ["\u{1F600}", "a\u2028b", "\u{1F600}", "x\u2028"]) {
+        const refused = yield* Effect.flip(
+          client.execute(prepared, { method: "POST", path: "/", headers: { "x-note": value } })
+        )
+        assert.strictEqual(refused._tag, "UnsendableRequest")
+        assert.notInclude(refused.message, "unavailable")
+        assert.notInclude(refused.message, value)
+      }
+      assert.strictEqual((yield* prepared.breaker.state)._tag, "Closed", "four refusals, threshold 2: still closed")
+      assert.strictEqual(server.received.length, 0, "nothing was sent")
+      assert.strictEqual((yield* client.execute(prepared, { method: "POST", path: "/" })).status, 200)
+    }).pipe(Effect.provide(egress())))
+
   it.effect("one connection's open circuit does not affect another's", () =>
     Effect.gen(function*() {
       const bad = yield* statusServer(() => 503)

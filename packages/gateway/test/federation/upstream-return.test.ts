@@ -8,13 +8,10 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, Connections } from "@janus/storage"
-import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
-import { waitUntil } from "./support.ts"
+import { connectCounting, waitUntil } from "./support.ts"
 import * as Upstreams from "./upstreams.ts"
 
 class Servers extends Context.Service<Servers, {
@@ -42,22 +39,7 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
 
 const TestLayer = Seed.pipe(Layer.provideMerge(GatewayTesting.layer()), Layer.provideMerge(ServersLive))
 
-const connect = Effect.acquireRelease(
-  Effect.flatMap(
-    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base))),
-    (url) =>
-      Effect.promise(async () => {
-        const client = new ClientV1({ name: "return-test", version: "1" })
-        const changed = { count: 0 }
-        client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-          changed.count++
-        })
-        await client.connect(new StreamableHTTPClientTransport(url))
-        return { client, changed }
-      })
-  ),
-  ({ client }) => Effect.promise(() => client.close())
-)
+const connect = connectCounting("return-test")
 
 /** `GET /api/v1/upstreams` (what Studio shows): connection name -> state. */
 const upstreamStates = Effect.gen(function*() {

@@ -397,3 +397,78 @@ export const tokenEndpoint = async (options: {
 /** Starts an upstream for the scope of a test layer. */
 export const scoped = <U extends { readonly stop: () => Promise<void> }>(start: () => Promise<U>) =>
   Effect.acquireRelease(Effect.promise(start), (u) => Effect.promise(() => u.stop()))
+
+/** How {@link v2Listen} answers `subscriptions/listen`. */
+export type ListenMode = "ndjson" | "status500" | "closeAtOnce"
+
+/**
+ * A v2 `McpServer` (2026-07-28) whose `subscriptions/listen` answers are
+ * replaced: `ndjson` answers 200 `application/json` with one JSON-RPC frame
+ * per line (the acknowledgement first, then `tools/list_changed` when a tool
+ * is added), as some servers do; `status500` answers HTTP 500;
+ * `closeAtOnce` answers 200 `text/event-stream` and ends the stream at once.
+ * Every other request goes to the SDK.
+ */
+export const v2Listen = async (mode: ListenMode): Promise<V2Upstream & { readonly listens: () => number }> => {
+  const observed: Observed = { cancelled: 0, calls: 0, authorization: [] }
+  const extraTools = new Set<string>()
+  const open = new Set<ServerResponse>()
+  let listens = 0
+  const factory = () => {
+    const server = new McpServerV2({ name: `upstream-${mode}`, version: "2.0.0" }, {
+      capabilities: { tools: { listChanged: true } }
+    })
+    server.registerTool("echo", {
+      description: "Echoes its text",
+      inputSchema: z.object({ text: z.string() })
+    }, async ({ text }) => {
+      observed.calls++
+      return { content: [{ type: "text", text }] }
+    })
+    for (const name of extraTools) {
+      server.registerTool(name, { description: `added at runtime: ${name}` }, async () => ({
+        content: [{ type: "text", text: name }]
+      }))
+    }
+    return server
+  }
+  const node = toNodeHandler(createMcpHandler(factory, { legacy: "reject" }))
+  const handler = async (req: IncomingMessage, res: ServerResponse) => {
+    const body = req.method === "POST" ? await readJson(req) : undefined
+    const message = body as { method?: string; id?: unknown; params?: { notifications?: unknown } } | undefined
+    if (message?.method !== "subscriptions/listen") return node(req as never, res, body)
+    listens++
+    switch (mode) {
+      case "status500":
+        res.writeHead(500, { "content-type": "text/plain" }).end("listen is broken here")
+        return
+      case "closeAtOnce":
+        res.writeHead(200, { "content-type": "text/event-stream" }).end()
+        return
+      case "ndjson":
+        res.writeHead(200, { "content-type": "application/json" })
+        res.write(
+          `${
+            JSON.stringify({
+              jsonrpc: "2.0",
+              method: "notifications/subscriptions/acknowledged",
+              params: { notifications: message.params?.notifications ?? {} }
+            })
+          }\n`
+        )
+        open.add(res)
+        res.on("close", () => open.delete(res))
+    }
+  }
+  const upstream = await managed("/mcp", (req, res) => void handler(req, res), observed, () => open.clear())
+  return {
+    ...upstream,
+    listens: () => listens,
+    addTool: (name) => {
+      extraTools.add(name)
+      for (const res of open) {
+        res.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" })}\n`)
+      }
+    }
+  }
+}

@@ -1,7 +1,17 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Ref } from "effect"
 import { MANY, mcpUrl, PAGE_SIZE, Probe, serverLayer } from "./fixtures.ts"
-import { initialize, post, readSse, request, type SseEvent, stateful, STATELESS, stateless } from "./http-client.ts"
+import {
+  initialize,
+  meta,
+  post,
+  readSse,
+  request,
+  type SseEvent,
+  stateful,
+  STATELESS,
+  stateless
+} from "./http-client.ts"
 
 const Server = serverLayer({
   maxBodyBytes: 64 * 1024,
@@ -61,6 +71,56 @@ layer(Server, { excludeTestServices: true })("MCP over HTTP", (it) => {
         const put = yield* request(url, { method: "PUT" })
         assert.strictEqual(put.status, 405)
         assert.strictEqual(put.headers.get("allow"), "GET, POST, DELETE")
+      }))
+  })
+
+  describe("error messages say what was wrong, with which value", () => {
+    const statelessHeaders = { "mcp-protocol-version": STATELESS, "mcp-method": "tools/list" }
+
+    it.effect("a batch, a scalar or null with 2026-07-28 headers is refused for what it is, not for a session", () =>
+      Effect.gen(function*() {
+        const url = yield* mcpUrl
+        const batch = yield* post(url, [{ jsonrpc: "2.0", id: 1, method: "tools/list" }], statelessHeaders)
+        assert.strictEqual(batch.status, 400)
+        assert.strictEqual(batch.body.error.code, -32600)
+        assert.notInclude(batch.body.error.message, "Mcp-Session-Id")
+        assert.include(batch.body.error.message, "batch")
+        assert.include(batch.body.error.message, STATELESS)
+        for (const [body, shown] of [["null", "null"], ["5", "the number 5"], ["\"hi\"", "the string \"hi\""]]) {
+          const reply = yield* post(url, body, statelessHeaders)
+          assert.strictEqual(reply.status, 400, body)
+          assert.strictEqual(reply.body.error.code, -32600, body)
+          assert.notInclude(reply.body.error.message, "Mcp-Session-Id", body)
+          assert.include(reply.body.error.message, `got ${shown}`, body)
+          assert.include(reply.body.error.message, "expected one JSON-RPC message (a JSON object)", body)
+        }
+        // without a version header too: what is wrong is the body, not the missing session
+        const bare = yield* post(url, "null")
+        assert.strictEqual(bare.status, 400)
+        assert.include(bare.body.error.message, "got null")
+      }))
+
+    it.effect("an id out of the range of numbers (1e400) is named as such, not as null", () =>
+      Effect.gen(function*() {
+        const url = yield* mcpUrl
+        const reply = yield* post(
+          url,
+          `{"jsonrpc":"2.0","id":1e400,"method":"tools/list","params":{"_meta":${JSON.stringify(meta())}}}`,
+          statelessHeaders
+        )
+        assert.strictEqual(reply.status, 400)
+        assert.strictEqual(reply.body.error.code, -32600)
+        assert.notInclude(reply.body.error.message, "got null")
+        assert.include(reply.body.error.message, "too large")
+        assert.include(reply.body.error.message, "expected a string or a finite number")
+      }))
+
+    it.effect("arguments: null is named null, not object", () =>
+      Effect.gen(function*() {
+        const url = yield* mcpUrl
+        const reply = yield* stateless(url, "tools/call", { name: "echo", arguments: null })
+        assert.strictEqual(reply.body.error.code, -32602)
+        assert.include(reply.body.error.message, "params.arguments is null; expected an object")
       }))
   })
 

@@ -1,8 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { SignJWT } from "jose"
-import { type InvalidToken, JwtVerifier, type OAuthOptions, type TokenRequirement } from "../../src/oauth/index.ts"
+import {
+  challengeResponse,
+  type InvalidToken,
+  type JwksUnavailable,
+  JwtVerifier,
+  type OAuthOptions,
+  type TokenRequirement
+} from "../../src/oauth/index.ts"
 import {
   attacker,
   authServer,
@@ -81,6 +88,8 @@ describe("JwtVerifier: valid tokens", () => {
         scopes: ["mcp:tools", "janus:admin"],
         audience: [RESOURCE],
         expiresAt: NOW + 300,
+        // accepted (and open streams kept) until exp plus the default clock skew of 60 s
+        acceptedUntil: (NOW + 300 + 60) * 1_000,
         tokenId: "jti-1",
         key: `oauth:${server.issuer}#user-1`
       })
@@ -123,13 +132,23 @@ describe("JwtVerifier: valid tokens", () => {
       yield* verifier.verify(token)
     }))
 
-  it.effect("accepts a per-request audience (a virtual server's resource URI)", () =>
+  it.effect("a virtual server's token is accepted for that server only; /mcp tokens there unless turned off", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
-      const vs = "https://janus.example.com/mcp/servers/crm"
-      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: vs }))
-      yield* verifier.verify(token, { audience: vs })
+      const crm = "https://janus.example.com/servers/crm/mcp"
+      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: crm }))
+      yield* verifier.verify(token, { resource: crm })
       yield* rejected(verifier, token, "wrong_audience")
+      yield* rejected(verifier, token, "wrong_audience", { resource: "https://janus.example.com/servers/hr/mcp" })
+      const mcp = yield* sign(rsa.RS256!, claims(server))
+      yield* verifier.verify(mcp, { resource: crm })
+
+      const strict = yield* setup({ mcpAudienceOnVirtualServers: false })
+      const strictMcp = yield* sign(rsa.RS256!, claims(strict.server))
+      yield* rejected(strict.verifier, strictMcp, "wrong_audience", { resource: crm })
+      yield* strict.verifier.verify(yield* sign(rsa.RS256!, claims(strict.server, NOW, { aud: crm })), {
+        resource: crm
+      })
     }))
 })
 
@@ -206,12 +225,17 @@ describe("JwtVerifier: claims", () => {
       assert.strictEqual(server.jwksFetches(), 1)
     }))
 
-  it.effect("refuses an issuer that differs only by a trailing slash", () =>
+  it.effect("accepts an issuer that differs only by a trailing slash; the identity names it without", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
+      const identity = yield* verifier.verify(
+        yield* sign(rsa.RS256!, claims(server, NOW, { iss: `${server.issuer}/` }))
+      )
+      assert.strictEqual(identity.issuer, server.issuer)
+      assert.strictEqual(identity.key, `oauth:${server.issuer}#user-1`)
       yield* rejected(
         verifier,
-        yield* sign(rsa.RS256!, claims(server, NOW, { iss: `${server.issuer}/` })),
+        yield* sign(rsa.RS256!, claims(server, NOW, { iss: `${server.issuer}//` })),
         "untrusted_issuer"
       )
     }))
@@ -364,7 +388,7 @@ describe("JwtVerifier: signatures and shapes", () => {
 })
 
 describe("JwtVerifier: unknown kid and key rotation", () => {
-  it.effect("an unknown kid causes exactly one JWKS refresh; another within 30 s causes none", () =>
+  it.effect("an unknown kid causes exactly one JWKS refresh; within the next 30 s it is 503, not a refusal", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
       // Leave the rate-limit window of the start-up fetch.
@@ -373,13 +397,47 @@ describe("JwtVerifier: unknown kid and key rotation", () => {
       yield* rejected(verifier, yield* sign(rotated, claims(server, now)), "unknown_key")
       assert.strictEqual(server.jwksFetches(), 2, "exactly one refresh")
 
-      yield* rejected(verifier, yield* sign(rotated3, claims(server, now)), "unknown_key")
-      yield* rejected(verifier, yield* sign(attacker, claims(server, now)), "unknown_key")
+      // the key set was fetched moments ago: the key may be too new for it, so "come back later"
+      yield* TestClock.adjust("10 seconds")
+      for (const key of [rotated3, attacker]) {
+        const error = yield* Effect.flip(verifier.verify(yield* sign(key, claims(server, now + 10))))
+        assert.strictEqual(error._tag, "JwksUnavailable")
+        assert.strictEqual((error as JwksUnavailable).retryAfterMs, 20_000, "the time left in the window")
+      }
       assert.strictEqual(server.jwksFetches(), 2, "no refresh within the rate-limit window")
 
-      yield* TestClock.adjust("30 seconds")
+      yield* TestClock.adjust("20 seconds")
       yield* rejected(verifier, yield* sign(attacker, claims(server, now + 30)), "unknown_key")
       assert.strictEqual(server.jwksFetches(), 3, "one more refresh once the window passed")
+    }))
+
+  it.effect("the key endpoint down during a rotation: 503 with Retry-After, accepted after recovery", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      yield* TestClock.adjust("31 seconds")
+      // the authorization server rotates to a new key while its JWKS endpoint fails
+      server.keys = [rotated.publicJwk]
+      server.status.set("/jwks", 503)
+      const token = yield* sign(rotated, claims(server, NOW + 31))
+      const down = yield* Effect.flip(verifier.verify(token))
+      assert.strictEqual(down._tag, "JwksUnavailable")
+      assert.strictEqual((down as JwksUnavailable).retryAfterMs, 30_000)
+      const response = challengeResponse(down, { resourceMetadataUrl: "https://janus.example.com/x", scopes: [] })
+      assert.strictEqual(response.status, 503)
+      assert.strictEqual(response.headers["retry-after"], "30")
+      assert.isUndefined(response.headers["www-authenticate"], "not a reason to re-authorise")
+      // tokens signed with a held key still pass meanwhile
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW + 31)))
+      assert.strictEqual(server.jwksFetches(), 2)
+
+      server.status.delete("/jwks")
+      yield* TestClock.adjust("15 seconds")
+      const early = yield* Effect.flip(verifier.verify(yield* sign(rotated, claims(server, NOW + 46))))
+      assert.strictEqual((early as JwksUnavailable).retryAfterMs, 15_000)
+      yield* TestClock.adjust("15 seconds")
+      const identity = yield* verifier.verify(yield* sign(rotated, claims(server, NOW + 61)))
+      assert.strictEqual(identity.subject, "user-1")
+      assert.strictEqual(server.jwksFetches(), 3)
     }))
 
   it.effect("a rotated-in key is picked up by the unknown-kid refresh", () =>
@@ -407,5 +465,69 @@ describe("JwtVerifier: unknown kid and key rotation", () => {
       const results = yield* Fiber.joinAll(fibers)
       assert.strictEqual(server.jwksFetches(), 2, "one shared fetch")
       assert.deepStrictEqual(results.map((r) => r._tag), ["Success", "Failure", "Failure", "Success", "Failure"])
+    }))
+})
+
+describe("JwtVerifier: the refusal log", () => {
+  /** The JSON log lines written while `effect` runs. */
+  const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const logger = Logger.map(Logger.formatJson, (line) => void lines.push(line))
+      yield* Effect.ignore(effect.pipe(
+        Effect.provideService(Logger.CurrentLoggers, new Set([logger])),
+        Effect.provideService(References.MinimumLogLevel, "All")
+      ))
+      return lines
+    })
+
+  it.effect("names the reason, what the token carried and what was expected; never the token", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://elsewhere.example.com", roles: ["x"] }))
+      const [line] = yield* logged(verifier.verify(token))
+      const entry = JSON.parse(line!)
+      assert.strictEqual(entry.message, "OAuth access token refused")
+      assert.strictEqual(entry.level, "INFO")
+      assert.deepStrictEqual(entry.annotations, {
+        reason: "wrong_audience",
+        detail: "The token was not issued for this resource",
+        issuer: server.issuer,
+        audience: "https://elsewhere.example.com",
+        scopes: ["mcp:tools"],
+        claims: ["aud", "client_id", "exp", "iat", "iss", "jti", "roles", "scope", "sub"],
+        kid: "rsa-1",
+        alg: "RS256",
+        resource: RESOURCE,
+        expected_audience: [RESOURCE],
+        required_scopes: ["mcp:tools"],
+        scope_claims: ["scope", "scp"]
+      })
+      for (const part of token.split(".")) assert.notInclude(line!, part)
+    }))
+
+  it.effect("bounds hostile claim values: long, many, NUL, lone surrogates, numbers and objects", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup({ maxTokenLength: 65_536 })
+      const token = yield* sign(rsa.RS256!, {
+        ...claims(server),
+        iss: `https://evil.example.com/${"a".repeat(5_000)}\u0000\ud800`,
+        aud: Array.from({ length: 500 }, (_, i) => `aud-${i}\u0000`),
+        scope: 1e308,
+        scp: { nested: "object" },
+        ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`claim_${i}`, i]))
+      })
+      const error = yield* Effect.flip(verifier.verify(token))
+      assert.strictEqual(error._tag, "InvalidToken")
+      const [line] = yield* logged(verifier.verify(token))
+      assert.isBelow(line!.length, 4_000, "one bounded line")
+      const entry = JSON.parse(line!)
+      assert.strictEqual(entry.annotations.reason, "untrusted_issuer")
+      assert.strictEqual(entry.annotations.issuer.length, 201)
+      assert.strictEqual(entry.annotations.audience.length, 21)
+      assert.strictEqual(entry.annotations.audience[20], "… (500 in all)")
+      assert.deepStrictEqual(entry.annotations.scopes, [])
+      assert.strictEqual(entry.annotations.claims.length, 40)
+      assert.deepStrictEqual(entry.annotations.trusted_issuers, [server.issuer])
     }))
 })

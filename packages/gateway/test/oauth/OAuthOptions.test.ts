@@ -6,6 +6,7 @@ import {
   metadataUrl,
   type OAuthOptions,
   resolveOAuthOptions,
+  resourceOf,
   sameResource
 } from "../../src/oauth/index.ts"
 
@@ -28,10 +29,13 @@ describe("OAuthOptions", () => {
       assert.deepStrictEqual(settings.adminScopes, ["janus:admin"])
       assert.deepStrictEqual(settings.scopesSupported, ["mcp:tools", "janus:admin"])
       assert.deepStrictEqual(settings.algorithms, DEFAULT_ALGORITHMS)
-      assert.isTrue(Duration.equals(settings.clockSkew, Duration.seconds(60)))
-      assert.isTrue(Duration.equals(settings.jwksRefreshInterval, Duration.minutes(10)))
+      const server = settings.authorizationServers.get("https://auth.example.com")!
+      assert.isTrue(Duration.equals(server.clockSkew, Duration.seconds(60)))
+      assert.isTrue(Duration.equals(server.jwksRefreshInterval, Duration.minutes(10)))
+      assert.deepStrictEqual(server.scopeClaims, ["scope", "scp"])
+      assert.deepStrictEqual(server.audiences, [])
       assert.isTrue(Duration.equals(settings.jwksMinRefreshInterval, Duration.seconds(30)))
-      assert.deepStrictEqual(settings.resourcePaths, [{ path: "/mcp", prefix: false }])
+      assert.isTrue(settings.mcpAudienceOnVirtualServers)
       assert.strictEqual(metadataUrl(settings), "https://janus.example.com/.well-known/oauth-protected-resource/mcp")
     }))
 
@@ -83,6 +87,126 @@ describe("OAuthOptions", () => {
     Effect.gen(function*() {
       const found = yield* problems({ ...base, authorizationServers: [] })
       assert.include(found[0]!, "at least one issuer")
+    }))
+
+  it.effect("matches issuers up to a trailing slash, and multi-tenant templates by tenant", () =>
+    Effect.gen(function*() {
+      const settings = yield* resolveOAuthOptions({
+        ...base,
+        authorizationServers: [
+          { issuer: "https://tenant.auth0.com" },
+          { issuer: "https://sts.windows.net/{tenantid}/", tenants: ["72F988BF-86F1-41AF-91AB-2D7CD011DB47"] },
+          { issuer: "https://login.microsoftonline.com/{tenantid}/v2.0" },
+          { issuer: "https://login.microsoftonline.com/common/v2.0" }
+        ]
+      })
+      const issuerOf = (iss: string) => settings.issuerOf(iss)?.issuer
+      assert.strictEqual(issuerOf("https://tenant.auth0.com/"), "https://tenant.auth0.com")
+      assert.strictEqual(issuerOf("https://tenant.auth0.com"), "https://tenant.auth0.com")
+      assert.isUndefined(issuerOf("https://tenant.auth0.com//"))
+      assert.isUndefined(issuerOf("https://TENANT.auth0.com/"))
+      assert.strictEqual(
+        issuerOf("https://sts.windows.net/72f988bf-86f1-41af-91ab-2d7cd011db47/"),
+        "https://sts.windows.net/{tenantid}"
+      )
+      assert.isUndefined(issuerOf("https://sts.windows.net/00000000-0000-0000-0000-000000000000/"), "tenant not listed")
+      assert.strictEqual(
+        issuerOf("https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/v2.0"),
+        "https://login.microsoftonline.com/{tenantid}/v2.0"
+      )
+      assert.strictEqual(
+        issuerOf("https://login.microsoftonline.com/common/v2.0"),
+        "https://login.microsoftonline.com/common/v2.0",
+        "an exact issuer wins over a template"
+      )
+      assert.isUndefined(issuerOf("https://login.microsoftonline.com/a/b/v2.0"), "one path segment only")
+      assert.isUndefined(issuerOf("https://login.microsoftonline.com/x/v2.0/extra"))
+      assert.deepStrictEqual(settings.issuers, [
+        "https://tenant.auth0.com",
+        "https://sts.windows.net/72F988BF-86F1-41AF-91AB-2D7CD011DB47/",
+        "https://login.microsoftonline.com/common/v2.0",
+        "https://login.microsoftonline.com/common/v2.0"
+      ])
+    }))
+
+  it.effect("takes per-issuer settings, the global ones as defaults", () =>
+    Effect.gen(function*() {
+      const settings = yield* resolveOAuthOptions({
+        ...base,
+        additionalAudiences: ["https://every.example.com/"],
+        clockSkew: "2 minutes",
+        authorizationServers: [
+          { issuer: "https://auth.example.com" },
+          {
+            issuer: "http://keycloak.auth.svc:8080/realms/janus",
+            allowInsecureHttp: true,
+            jwksUri: "http://keycloak.auth.svc:8080/realms/janus/protocol/openid-connect/certs",
+            audiences: ["janus-mcp"],
+            scopeClaims: ["scope", "realm_access.roles"],
+            scopePrefix: "janus/",
+            clockSkew: "5 seconds",
+            jwksRefreshInterval: "1 minute"
+          }
+        ]
+      })
+      const [plain, keycloak] = [...settings.authorizationServers.values()]
+      assert.deepStrictEqual(plain!.audiences, ["https://every.example.com"])
+      assert.isTrue(Duration.equals(plain!.clockSkew, Duration.minutes(2)))
+      assert.deepStrictEqual(keycloak!.audiences, ["https://every.example.com", "janus-mcp"])
+      assert.deepStrictEqual(keycloak!.scopeClaims, ["scope", "realm_access.roles"])
+      assert.strictEqual(keycloak!.scopePrefix, "janus/")
+      assert.isTrue(Duration.equals(keycloak!.clockSkew, Duration.seconds(5)))
+      assert.isTrue(Duration.equals(keycloak!.jwksRefreshInterval, Duration.minutes(1)))
+      assert.isFalse(plain!.allowInsecureHttp)
+      // the challenge asks with the first issuer's prefix (none here)
+      assert.deepStrictEqual(settings.advertisedToolScopes, ["mcp:tools"])
+    }))
+
+  it.effect("reports per-issuer mistakes naming the issuer", () =>
+    Effect.gen(function*() {
+      const found = yield* problems({
+        ...base,
+        authorizationServers: [
+          { issuer: "http://keycloak:8080/realms/x", jwksUri: "http://keycloak:8080/certs" },
+          { issuer: "https://{tenantid}.example.com" },
+          { issuer: "https://login.example.com/{a}/{b}" },
+          { issuer: "https://auth.example.com", tenants: ["x"], scopeClaims: [], jwksRefreshInterval: "10 seconds" }
+        ]
+      })
+      assert.deepStrictEqual(found, [
+        `issuer "http://keycloak:8080/realms/x": expected https (http only on a loopback host)`,
+        `jwksUri of http://keycloak:8080/realms/x "http://keycloak:8080/certs": expected https (http only on a loopback host)`,
+        `issuer "https://{tenantid}.example.com": the placeholder {tenantid} must be a whole path segment, e.g. https://login.microsoftonline.com/{tenantid}/v2.0`,
+        `issuer "https://login.example.com/{a}/{b}": expected at most one placeholder such as {tenantid}`,
+        "scopeClaims of https://auth.example.com: at least one claim is required",
+        "tenants of https://auth.example.com: only a multi-tenant issuer (with a placeholder such as {tenantid}) has tenants",
+        "jwksRefreshInterval of https://auth.example.com: must not be shorter than jwksMinRefreshInterval (30s)"
+      ])
+    }))
+
+  it.effect("places virtual servers beside /mcp, under the prefix a proxy mounts Janus at", () =>
+    Effect.gen(function*() {
+      const plain = yield* resolveOAuthOptions(base)
+      assert.strictEqual(
+        resourceOf(plain, "/servers/crm/mcp?x=1").resource,
+        "https://janus.example.com/servers/crm/mcp"
+      )
+      assert.strictEqual(resourceOf(plain, "/servers/crm/sse").resource, "https://janus.example.com/servers/crm/mcp")
+      assert.strictEqual(resourceOf(plain, "/api/v1/connections").resource, "https://janus.example.com/mcp")
+      assert.strictEqual(resourceOf(plain, "/servers/a%00b/mcp").resource, "https://janus.example.com/mcp")
+      const prefixed = yield* resolveOAuthOptions({ ...base, resource: "https://gw.example.com/janus/mcp" })
+      assert.strictEqual(
+        resourceOf(prefixed, "/servers/crm/mcp").resource,
+        "https://gw.example.com/janus/servers/crm/mcp"
+      )
+      assert.strictEqual(
+        metadataUrl(prefixed, "/servers/crm/mcp"),
+        "https://gw.example.com/.well-known/oauth-protected-resource/janus/servers/crm/mcp"
+      )
+      assert.strictEqual(
+        metadataUrl(prefixed, "/mcp"),
+        "https://gw.example.com/.well-known/oauth-protected-resource/janus/mcp"
+      )
     }))
 
   it("canonicalizes resource identifiers (RFC 8707, RFC 3986 §6)", () => {

@@ -5,7 +5,8 @@ import {
   authenticate,
   challengeResponse,
   InvalidToken,
-  ProtectedResourceMetadataRoutes,
+  makeProtectedResourceMetadataRoutes,
+  type OAuthOptions,
   withoutClientCredentials,
   wwwAuthenticate
 } from "../../src/oauth/index.ts"
@@ -13,10 +14,9 @@ import { type AuthServer, authServer, claims, oauthLayer, RESOURCE, rsa, sign } 
 
 const ORIGIN = "https://janus.example.com"
 const PRM_MCP = `${ORIGIN}/.well-known/oauth-protected-resource/mcp`
-const PRM_ROOT = `${ORIGIN}/.well-known/oauth-protected-resource`
 
 /** A gateway stand-in: the metadata routes and two protected routes using `authenticate`. */
-const gateway = (server: AuthServer) =>
+const gateway = (server: AuthServer, options: Partial<OAuthOptions> = {}) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const ok = (request: Parameters<typeof authenticate>[0], scopes?: ReadonlyArray<string>) =>
@@ -26,11 +26,11 @@ const gateway = (server: AuthServer) =>
           )
         )
       const app = Layer.mergeAll(
-        ProtectedResourceMetadataRoutes,
+        makeProtectedResourceMetadataRoutes({ virtualServerExists: (name) => Effect.succeed(name !== "gone") }),
         HttpRouter.add("POST", "/mcp", (request) => ok(request)),
-        HttpRouter.add("POST", "/mcp/servers/:name", (request) => ok(request)),
+        HttpRouter.add("POST", "/servers/:name/mcp", (request) => ok(request)),
         HttpRouter.add("GET", "/api/v1/connections", (request) => ok(request, ["janus:admin"]))
-      ).pipe(Layer.provideMerge(oauthLayer(server, { resourcePaths: ["/mcp/servers/*"], resourceName: "Janus" })))
+      ).pipe(Layer.provideMerge(oauthLayer(server, { resourceName: "Janus", ...options })))
       return HttpRouter.toWebHandler(app, { disableLogger: true })
     }),
     ({ dispose }) => Effect.promise(dispose)
@@ -76,15 +76,55 @@ describe("RFC 9728 protected resource metadata", () => {
       assert.deepStrictEqual(response.json.bearer_methods_supported, ["header"])
     }))
 
-  it.live("serves the path form for any path under a /* resource path", () =>
+  it.live("serves each virtual server's own document at its path form; 404 for others", () =>
     Effect.gen(function*() {
       const server = yield* authServer()
       const get = yield* gateway(server)
-      const response = yield* get("/.well-known/oauth-protected-resource/mcp/servers/crm")
+      const response = yield* get("/.well-known/oauth-protected-resource/servers/crm/mcp")
       assert.strictEqual(response.status, 200)
-      assert.strictEqual(response.json.resource, `${ORIGIN}/mcp/servers/crm`)
-      const unknown = yield* get("/.well-known/oauth-protected-resource/elsewhere")
-      assert.strictEqual(unknown.status, 404)
+      assert.deepStrictEqual(response.json, {
+        resource: `${ORIGIN}/servers/crm/mcp`,
+        authorization_servers: [server.issuer],
+        scopes_supported: ["mcp:tools", "janus:admin"],
+        bearer_methods_supported: ["header"],
+        resource_name: "Janus"
+      })
+      for (
+        const path of [
+          "/.well-known/oauth-protected-resource/servers/gone/mcp",
+          "/.well-known/oauth-protected-resource/servers/-x/mcp",
+          "/.well-known/oauth-protected-resource/servers/a%00b/mcp",
+          "/.well-known/oauth-protected-resource/servers/%ED%A0%80/mcp",
+          `/.well-known/oauth-protected-resource/servers/${"a".repeat(65)}/mcp`,
+          "/.well-known/oauth-protected-resource/servers/crm/sse",
+          "/.well-known/oauth-protected-resource/elsewhere"
+        ]
+      ) {
+        assert.strictEqual((yield* get(path)).status, 404, path)
+      }
+    }))
+
+  it.live("advertises scopes with the first issuer's prefix, and a multi-tenant issuer at its tenant", () =>
+    Effect.gen(function*() {
+      const server = yield* authServer()
+      const get = yield* gateway(server, {
+        toolScopes: ["mcp.tools"],
+        adminScopes: ["janus.admin"],
+        authorizationServers: [
+          {
+            issuer: `${server.origin}/{tenantid}/v2.0`,
+            jwksUri: server.jwksUri,
+            tenants: ["72f988bf"],
+            scopePrefix: "api://janus/"
+          },
+          { issuer: server.issuer, jwksUri: server.jwksUri }
+        ]
+      })
+      const response = yield* get("/.well-known/oauth-protected-resource/mcp")
+      assert.deepStrictEqual(response.json.authorization_servers, [`${server.origin}/72f988bf/v2.0`, server.issuer])
+      assert.deepStrictEqual(response.json.scopes_supported, ["api://janus/mcp.tools", "api://janus/janus.admin"])
+      const challenge = yield* get("/mcp", { method: "POST" })
+      assert.include(challenge.headers.get("www-authenticate")!, `scope="api://janus/mcp.tools"`)
     }))
 
   it.live("builds the document from configuration, never from the Host header", () =>
@@ -179,7 +219,7 @@ describe("Challenges (RFC 6750 §3, MCP authorization)", () => {
       assert.strictEqual(response.json.error, "insufficient_scope")
     }))
 
-  it.live("admin API: 403 asks for janus:admin and points at the root metadata", () =>
+  it.live("admin API: 403 asks for janus:admin and points at the metadata of /mcp (its audience)", () =>
     Effect.gen(function*() {
       const server = yield* authServer()
       const get = yield* gateway(server)
@@ -188,22 +228,33 @@ describe("Challenges (RFC 6750 §3, MCP authorization)", () => {
       assert.strictEqual(response.status, 403)
       assert.strictEqual(
         response.headers.get("www-authenticate"),
-        `Bearer resource_metadata="${PRM_ROOT}", scope="janus:admin", error="insufficient_scope", error_description="Missing scope janus:admin"`
+        `Bearer resource_metadata="${PRM_MCP}", scope="janus:admin", error="insufficient_scope", error_description="Missing scope janus:admin"`
       )
       const admin = yield* sign(rsa.RS256!, claims(server, now(), { scope: "janus:admin" }))
       assert.strictEqual((yield* get("/api/v1/connections", bearer(admin))).status, 200)
+      const forCrm = yield* sign(
+        rsa.RS256!,
+        claims(server, now(), { scope: "janus:admin", aud: `${ORIGIN}/servers/crm/mcp` })
+      )
+      assert.strictEqual((yield* get("/api/v1/connections", bearer(forCrm))).status, 401, "a virtual server's token")
     }))
 
-  it.live("a virtual server path points at its own path-form metadata", () =>
+  it.live("a virtual server points at its own metadata and accepts tokens for its URL", () =>
     Effect.gen(function*() {
       const server = yield* authServer()
       const get = yield* gateway(server)
-      const response = yield* get("/mcp/servers/crm", { method: "POST" })
+      const response = yield* get("/servers/crm/mcp", { method: "POST" })
       assert.strictEqual(response.status, 401)
       assert.include(
         response.headers.get("www-authenticate")!,
-        `resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp/servers/crm"`
+        `resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/servers/crm/mcp"`
       )
+      const forCrm = yield* sign(rsa.RS256!, claims(server, now(), { aud: `${ORIGIN}/servers/crm/mcp` }))
+      assert.strictEqual((yield* get("/servers/crm/mcp", { method: "POST", ...bearer(forCrm) })).status, 200)
+      assert.strictEqual((yield* get("/servers/hr/mcp", { method: "POST", ...bearer(forCrm) })).status, 401)
+      assert.strictEqual((yield* get("/mcp", { method: "POST", ...bearer(forCrm) })).status, 401)
+      const forMcp = yield* sign(rsa.RS256!, claims(server, now()))
+      assert.strictEqual((yield* get("/servers/crm/mcp", { method: "POST", ...bearer(forMcp) })).status, 200)
     }))
 
   it.live("503 with Retry-After when the signing keys cannot be fetched", () =>

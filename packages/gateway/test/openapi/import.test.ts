@@ -172,6 +172,19 @@ layer(TestLayer, { timeout: 240_000, excludeTestServices: true })("OpenAPI impor
       const importer = yield* OpenApiImporter
       const endpoints = yield* Endpoints
       const request = { ...petstore(mock), source: { text: fixture("petstore-v2.yaml").toString("utf8") } }
+      // an operator declared the structured result of one tool: a re-import does not describe it, so keeps it
+      const outputSchema = { type: "object", properties: { id: { type: "integer" } }, required: ["id"] }
+      const shown = (yield* endpoints.list()).find((e) => e.name === "showPetById")!
+      yield* endpoints.update(shown.id, shown.version, {
+        connectionId: shown.connectionId,
+        name: shown.name,
+        description: shown.description,
+        method: shown.method,
+        pathTemplate: shown.pathTemplate,
+        arguments: shown.arguments,
+        inputSchema: shown.inputSchema,
+        outputSchema
+      })
 
       const preview = yield* importer.preview(request)
       assert.isString(preview.connection.id)
@@ -188,7 +201,8 @@ layer(TestLayer, { timeout: 240_000, excludeTestServices: true })("OpenAPI impor
       assert.deepStrictEqual(stored.map((e) => e.name), ["deletePet", "listPets", "showPetById"])
       const listPets = stored.find((e) => e.name === "listPets")!
       assert.deepStrictEqual(listPets.arguments, { limit: "query", tag: "query" })
-      assert.strictEqual(stored.find((e) => e.name === "showPetById")!.version, 2)
+      assert.strictEqual(stored.find((e) => e.name === "showPetById")!.version, 3)
+      assert.deepStrictEqual(stored.find((e) => e.name === "showPetById")!.outputSchema, outputSchema)
 
       const cats = yield* callTool("listPets", { tag: "cat" })
       assert.deepStrictEqual(

@@ -11,8 +11,8 @@
 import { assert, describe, it, layer, type Vitest } from "@effect/vitest"
 import { layerPostgresOn, layerTestDatabase, requirePostgres } from "@janus/storage/testing"
 import { Clock, Context, Deferred, Effect, Fiber, Layer, Option, type Scope } from "effect"
-import { RelayRefused } from "../../src/federation/Relay.ts"
 import * as ClientRelay from "../../src/mcp/ClientRelay.ts"
+import { RelayRefused } from "../../src/mcp/Relay.ts"
 import { type McpSession, McpSessionStore, newSessionId } from "../../src/mcp/Sessions.ts"
 import { SqlSessionStore } from "../../src/sessions/index.ts"
 

@@ -22,6 +22,7 @@ import type { AddressInfo } from "node:net"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as GatewayTesting from "../../src/testing.ts"
+import { EVERYTHING } from "../federation/stdio-servers.ts"
 import { browserAvailable, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
 
 const WAIT = 15_000
@@ -63,7 +64,9 @@ const openApiDocument = (baseUrl: string) =>
     }
   })
 
-const gateway = GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } })
+const gateway = GatewayTesting.layer({
+  config: { JANUS_ALLOW_ANONYMOUS: false, JANUS_STDIO_COMMANDS: [process.execPath] }
+})
 
 const baseUrl = Effect.map(Effect.service(HttpServer.HttpServer), (server) => {
   if (server.address._tag === "UnixPathAddress") throw new Error("the test server listens on TCP")
@@ -191,6 +194,24 @@ else {
               await edit.waitFor({ state: "detached" })
               await page.getByRole("button", { name: "Test pets" }).click()
               await waitText(page, "test-pets", "OK: reachable: HTTP 404")
+
+              // a stdio upstream (a published server from npm): a command JANUS_STDIO_COMMANDS does not allow is
+              // refused with the variable named at the field; the allowed one runs, healthy with its pid
+              await page.getByRole("button", { name: "New connection" }).click()
+              const stdio = page.getByRole("form", { name: "New connection" })
+              await stdio.getByLabel("Kind").selectOption("mcp")
+              await stdio.getByLabel("Transport").selectOption("stdio")
+              await stdio.getByLabel("Name").fill("everything")
+              await stdio.getByLabel("Command").fill("sh")
+              await stdio.getByRole("button", { name: "Create connection" }).click()
+              await stdio.getByText("JANUS_STDIO_COMMANDS").first().waitFor()
+              await stdio.getByLabel("Command").fill(process.execPath)
+              await stdio.getByLabel("Arguments").fill(`${EVERYTHING}\nstdio`)
+              await stdio.getByLabel("Environment").fill("MODE=studio")
+              await stdio.getByRole("button", { name: "Create connection" }).click()
+              await waitText(page, "connections", "mcp (stdio)")
+              await waitText(page, "connections", "upstream healthy")
+              await waitText(page, "connections", "pid ")
               await screenshot(page, "connections")
 
               // an endpoint

@@ -2,6 +2,7 @@
  * A real HTTP downstream on loopback for hot-path tests: a tiny pet API that
  * counts the requests it sees and can be slow or failing on demand.
  */
+import { Connections, Endpoints, type RestConnectionInput, VirtualServers } from "@janus/storage"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -76,3 +77,47 @@ export const layer: Layer.Layer<Downstream> = Layer.effect(
     ({ close }) => Effect.sync(close)
   ).pipe(Effect.map(({ state }) => Downstream.of(state)))
 )
+
+/**
+ * A rest connection `pets` to the downstream: allow-listed (the operator
+ * trusts this loopback service, as an allow-list entry does), one attempt per
+ * call, plus `extra`.
+ */
+export const connection = (extra: Partial<typeof RestConnectionInput.Encoded> = {}) =>
+  Effect.gen(function*() {
+    const downstream = yield* Downstream
+    return yield* (yield* Connections).create({
+      kind: "rest",
+      name: "pets",
+      baseUrl: downstream.url,
+      egressAllowList: ["127.0.0.1"],
+      retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 },
+      ...extra
+    })
+  })
+
+/**
+ * The `pets` REST connection to this downstream, with one `GET /pets/{id}`
+ * endpoint per name in `tools` and, for each `[name, tools]` of
+ * `virtualServers`, a virtual server of those tools.
+ */
+export const seedPets = (options: {
+  readonly tools: ReadonlyArray<string>
+  readonly virtualServers?: ReadonlyArray<readonly [string, ReadonlyArray<string>]>
+}) =>
+  Effect.gen(function*() {
+    const pets = yield* connection()
+    const endpoints = yield* Endpoints
+    for (const name of options.tools) {
+      yield* endpoints.create({
+        connectionId: pets.id,
+        name,
+        method: "GET",
+        pathTemplate: "/pets/{id}",
+        arguments: { id: "path" },
+        inputSchema: { type: "object", properties: { id: { type: "string" } } }
+      })
+    }
+    const servers = yield* VirtualServers
+    for (const [name, tools] of options.virtualServers ?? []) yield* servers.create({ name, tools: [...tools] })
+  })

@@ -8,7 +8,7 @@ import { onCall } from "../store.ts"
 import { DataTable } from "../tables.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
 
-const OUTCOMES = ["", "ok", "error", "denied", "rate_limited", "shed", "breaker_open", "timeout"]
+const OUTCOMES = ["", "ok", "error", "denied", "invalid", "rate_limited", "shed", "breaker_open", "timeout"]
 const TAIL_MAX = 200
 
 interface Filters {

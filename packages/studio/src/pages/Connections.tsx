@@ -11,6 +11,15 @@ interface Draft {
   name: string
   description: string
   url: string
+  /** mcp: streamable-http, sse or stdio */
+  transport: string
+  /** stdio: the program, then one argument per line */
+  command: string
+  args: string
+  /** stdio: KEY=VALUE per line; KEY=secret:NAME gives the value of secret NAME */
+  env: string
+  cwd: string
+  pollIntervalMs: string
   scheme: string
   secret: string
   header: string
@@ -24,6 +33,12 @@ const emptyDraft: Draft = {
   name: "",
   description: "",
   url: "",
+  transport: "streamable-http",
+  command: "",
+  args: "",
+  env: "",
+  cwd: "",
+  pollIntervalMs: "30000",
   scheme: "none",
   secret: "",
   header: "",
@@ -36,7 +51,15 @@ const draftOf = (c: any): Draft => ({
   kind: c.kind,
   name: c.name,
   description: c.description ?? "",
-  url: c.kind === "rest" ? c.baseUrl : c.url,
+  url: c.kind === "rest" ? c.baseUrl : c.url ?? "",
+  transport: c.transport ?? "streamable-http",
+  command: c.command ?? "",
+  args: (c.args ?? []).join("\n"),
+  env: Object.entries(c.env ?? {}).map(([k, v]: [string, any]) =>
+    typeof v === "string" ? `${k}=${v}` : `${k}=secret:${v.secret}`
+  ).join("\n"),
+  cwd: c.cwd ?? "",
+  pollIntervalMs: String(c.pollIntervalMs ?? 30000),
   scheme: c.auth?.scheme ?? "none",
   secret: c.auth?.secret ?? "",
   header: c.auth?.header ?? "",
@@ -44,6 +67,20 @@ const draftOf = (c: any): Draft => ({
   timeoutMs: String(c.timeoutMs ?? 30000),
   egress: (c.egressAllowList ?? []).join(", ")
 })
+
+const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter((l) => l !== "")
+
+/** `KEY=VALUE` lines; `KEY=secret:NAME` references a secret. */
+const envOf = (text: string) => {
+  const env: Record<string, string | { secret: string }> = {}
+  for (const line of lines(text)) {
+    const eq = line.indexOf("=")
+    const key = eq === -1 ? line : line.slice(0, eq)
+    const value = eq === -1 ? "" : line.slice(eq + 1)
+    env[key] = value.startsWith("secret:") ? { secret: value.slice("secret:".length) } : value
+  }
+  return env
+}
 
 const bodyOf = (d: Draft) => {
   const auth = d.scheme === "none"
@@ -58,7 +95,18 @@ const bodyOf = (d: Draft) => {
     kind: d.kind,
     name: d.name,
     description: d.description,
-    ...(d.kind === "rest" ? { baseUrl: d.url } : { url: d.url }),
+    ...(d.kind === "rest"
+      ? { baseUrl: d.url }
+      : d.transport === "stdio"
+      ? {
+        transport: "stdio",
+        command: d.command,
+        args: lines(d.args),
+        env: envOf(d.env),
+        cwd: d.cwd.trim() === "" ? null : d.cwd.trim()
+      }
+      : { url: d.url, transport: d.transport }),
+    ...(d.kind === "mcp" ? { pollIntervalMs: Number(d.pollIntervalMs) } : {}),
     auth,
     timeoutMs: Number(d.timeoutMs),
     egressAllowList: egress.length === 0 ? null : egress
@@ -105,14 +153,70 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
         onChange={set("kind")}
       />
       <TextField label="Name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
-      <TextField
-        label={d.kind === "rest" ? "Base URL" : "MCP server URL"}
-        value={d.url}
-        onInput={set("url")}
-        required
-        type="url"
-        error={fieldError(d.kind === "rest" ? "baseUrl" : "url")}
-      />
+      {d.kind === "mcp" && (
+        <SelectField
+          label="Transport"
+          value={d.transport}
+          options={[
+            ["streamable-http", "Streamable HTTP"],
+            ["sse", "HTTP+SSE (deprecated)"],
+            ["stdio", "stdio (a program Janus runs)"]
+          ]}
+          onChange={set("transport")}
+        />
+      )}
+      {d.kind === "mcp" && d.transport === "stdio"
+        ? (
+          <>
+            <TextField
+              label="Command"
+              value={d.command}
+              onInput={set("command")}
+              required
+              hint="An executable on the gateway's PATH or an absolute path, allowed by JANUS_STDIO_COMMANDS"
+              error={fieldError("command")}
+            />
+            <TextField
+              label="Arguments"
+              value={d.args}
+              onInput={set("args")}
+              multiline
+              rows={3}
+              hint="One per line"
+              error={fieldError("args")}
+            />
+            <TextField
+              label="Environment"
+              value={d.env}
+              onInput={set("env")}
+              multiline
+              rows={3}
+              hint="KEY=VALUE per line; KEY=secret:NAME passes the value of secret NAME"
+              error={fieldError("env")}
+            />
+            <TextField label="Working directory" value={d.cwd} onInput={set("cwd")} error={fieldError("cwd")} />
+          </>
+        )
+        : (
+          <TextField
+            label={d.kind === "rest" ? "Base URL" : "MCP server URL"}
+            value={d.url}
+            onInput={set("url")}
+            required
+            type="url"
+            error={fieldError(d.kind === "rest" ? "baseUrl" : "url")}
+          />
+        )}
+      {d.kind === "mcp" && (
+        <TextField
+          label="Poll interval (ms)"
+          value={d.pollIntervalMs}
+          onInput={set("pollIntervalMs")}
+          type="number"
+          hint="How often lists are fetched again while the server offers no working change notifications"
+          error={fieldError("pollIntervalMs")}
+        />
+      )}
       <TextField label="Description" value={d.description} onInput={set("description")} />
       <SelectField
         label="Auth scheme"
@@ -190,7 +294,9 @@ export const Connections = () => {
             <td>{c.name}</td>
             <td>{c.kind === "mcp" ? `mcp (${c.transport})` : "rest"}</td>
             <td>
-              <code>{c.kind === "rest" ? c.baseUrl : c.url}</code>
+              <code>
+                {c.kind === "rest" ? c.baseUrl : c.transport === "stdio" ? [c.command, ...c.args].join(" ") : c.url}
+              </code>
             </td>
             <td>{c.auth.scheme}</td>
             <td>
@@ -201,6 +307,15 @@ export const Connections = () => {
                     upstream {upstreamOf(c)?.state ?? "unknown"}
                   </span>
                   {upstreamOf(c)?.toolCount !== undefined && ` ${upstreamOf(c).toolCount} tool(s)`}
+                  {upstreamOf(c)?.pid != null && ` · pid ${upstreamOf(c).pid}`}
+                  {upstreamOf(c)?.changeChannel === "closed" && (
+                    <div class="hint" data-testid={`channel-${c.name}`}>
+                      changes polled every {upstreamOf(c).pollIntervalMs / 1000} s ({upstreamOf(c).changeChannelDetail})
+                    </div>
+                  )}
+                  {upstreamOf(c)?.state === "unhealthy" && upstreamOf(c)?.lastError != null && (
+                    <div class="error" data-testid={`upstream-error-${c.name}`}>{upstreamOf(c).lastError}</div>
+                  )}
                 </div>
               )}
               {tests[c.id] !== undefined && (

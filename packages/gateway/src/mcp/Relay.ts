@@ -49,6 +49,6 @@ export interface RelayHooks {
 }
 
 /** Per-call relay hooks; empty by default. */
-export const UpstreamRelay = Context.Reference<RelayHooks>("@janus/gateway/federation/UpstreamRelay", {
+export const UpstreamRelay = Context.Reference<RelayHooks>("@janus/gateway/mcp/UpstreamRelay", {
   defaultValue: () => ({})
 })

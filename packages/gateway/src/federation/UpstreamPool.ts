@@ -1,0 +1,433 @@
+/**
+ * The upstream MCP servers of this replica: one supervised session per
+ * `kind: mcp` connection, its tools, and its health.
+ *
+ * **Rules**
+ *
+ * - Configuration comes from the config cache: a `connection` change signal
+ *   (or the 10 s backstop) restarts the sessions of changed connections,
+ *   stops those of removed ones and starts new ones. Credentials come from
+ *   the secret cache on every request, so rotations need no restart.
+ * - An upstream that fails to connect or to list within `listTimeout` is
+ *   unhealthy: its tools are hidden; it is retried with exponential backoff
+ *   (`backoff`, jittered; it starts over only after a session that lasted
+ *   `STABLE_SESSION_MS`, so a crash loop keeps backing off), and when it
+ *   answers again its tools come back.
+ *   Only transitions and new reasons are logged, not every retry.
+ * - A healthy upstream's tools are listed again whenever its session reports
+ *   a list change, at once when a call to it fails for transport reasons
+ *   (`refresh`), and on an interval: every `probeInterval` while its change
+ *   channel is open, every `pollIntervalMs` (the connection's) while it is
+ *   closed (failed, or none offered), and once when it opens again (changes
+ *   may have been missed), and at once when it breaks (the upstream may be
+ *   gone: a request tells). A failed list or a lost session makes the
+ *   upstream unhealthy; a failed change channel never does.
+ * - `changed` runs whenever what clients may see changed: an upstream's
+ *   tools (by content) while it is healthy, or whether its tools are visible.
+ *
+ * @since 0.1.0
+ */
+import { ChangeFeed, ConfigCache, type McpConnection, type SecretCache } from "@janus/storage"
+import {
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  FiberHandle,
+  FiberMap,
+  Metric,
+  Option,
+  PubSub,
+  Queue,
+  Random,
+  Schedule,
+  type Scope,
+  Stream
+} from "effect"
+import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
+import { UpstreamError } from "./Errors.ts"
+import { expose, type ExposedTool } from "./ToolNames.ts"
+import type { UpstreamAuth, UpstreamAuthConfig } from "./UpstreamAuth.ts"
+import * as UpstreamClient from "./UpstreamClient.ts"
+import { UpstreamHealth, upstreamHealthy, type UpstreamState, type UpstreamStatus } from "./UpstreamHealth.ts"
+import { UpstreamHttp } from "./UpstreamHttp.ts"
+
+/** How long a session must last for the reconnection backoff to start over. */
+const STABLE_SESSION_MS = 60_000
+
+/** Settings an operator can give a connection besides (or instead of) the stored ones. */
+export interface ConnectionOverrides {
+  /** Replaces the stored `toolPrefix` (or `<connection name>/`) in front of every tool name (may be `""`). */
+  readonly toolPrefix?: string | undefined
+  /** Replaces the connection's stored auth. */
+  readonly auth?: UpstreamAuthConfig | undefined
+}
+
+export interface FederationOptions {
+  readonly clientInfo?: { readonly name: string; readonly version: string } | undefined
+  /** Bound of connecting and of one complete `tools/list` (all pages). Default 5 s. */
+  readonly listTimeout?: Duration.Input | undefined
+  /** How long `list` waits for upstreams on their first connection attempt. Default 2 s. */
+  readonly firstListWait?: Duration.Input | undefined
+  /** Health probe interval of a healthy upstream. Default 30 s. */
+  readonly probeInterval?: Duration.Input | undefined
+  /** Reconnection backoff of an unhealthy upstream. Default 1 s doubling to 60 s. */
+  readonly backoff?: { readonly initial?: Duration.Input; readonly max?: Duration.Input } | undefined
+  /** Largest message accepted from an upstream. Default 16 MiB. */
+  readonly maxMessageBytes?: number | undefined
+  /** Tools accepted from one upstream. Default 5,000. */
+  readonly maxTools?: number | undefined
+  /** Per-connection settings beyond storage's columns. */
+  readonly overrides?: ((connection: McpConnection) => ConnectionOverrides | undefined) | undefined
+}
+
+/** One upstream as this replica holds it. */
+export interface Upstream {
+  readonly connection: McpConnection
+  readonly key: string
+  state: UpstreamState
+  since: Date
+  protocolVersion: string | undefined
+  lastError: string | undefined
+  lastErrorAt: Date | undefined
+  nextAttemptAt: Date | undefined
+  session: UpstreamClient.UpstreamSession | undefined
+  /** The session's change channel (list changes notified, or polled while closed). */
+  channel: UpstreamClient.ChannelState | undefined
+  tools: ReadonlyArray<ExposedTool>
+  fingerprint: string
+  readonly settled: Deferred.Deferred<void>
+  /** Asks the session's supervisor for a `tools/list` now (refresh or probe). */
+  refresh: () => Effect.Effect<void>
+}
+
+export interface UpstreamPool {
+  /** By connection id. */
+  readonly upstreams: ReadonlyMap<string, Upstream>
+  /** Waits (at most `firstListWait`) for upstreams still on their first connection attempt. */
+  readonly awaitFirst: Effect.Effect<void>
+  readonly health: UpstreamHealth["Service"]
+}
+
+export const make = Effect.fnUntraced(function*(options: FederationOptions, changed: Effect.Effect<void>) {
+  const configCache = yield* ConfigCache
+  const feed = yield* ChangeFeed
+  const http = yield* UpstreamHttp
+  const context = yield* Effect.context<UpstreamHttp | UpstreamAuth | SecretCache | ChildProcessSpawner>()
+
+  const listTimeout = Duration.fromInputUnsafe(options.listTimeout ?? "5 seconds")
+  const firstListWait = Duration.fromInputUnsafe(options.firstListWait ?? "2 seconds")
+  const probeInterval = Duration.fromInputUnsafe(options.probeInterval ?? "30 seconds")
+  const backoffInitial = Duration.toMillis(Duration.fromInputUnsafe(options.backoff?.initial ?? "1 second"))
+  const backoffMax = Duration.toMillis(Duration.fromInputUnsafe(options.backoff?.max ?? "60 seconds"))
+  const maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024
+  const maxTools = options.maxTools ?? 5_000
+  const clientInfo = options.clientInfo ?? { name: "janus-gateway", version: "0.1.0" }
+
+  const upstreams = new Map<string, Upstream>()
+  const statusChanges = yield* PubSub.unbounded<void>()
+  const sessions = yield* FiberMap.make<string>()
+
+  const statusOf = (u: Upstream): UpstreamStatus => ({
+    connectionId: u.connection.id,
+    connection: u.connection.name,
+    url: u.connection.url,
+    transport: u.connection.transport,
+    state: u.state,
+    protocolVersion: u.protocolVersion,
+    toolCount: u.tools.length,
+    changeChannel: u.channel === undefined
+      ? undefined
+      : u.channel._tag === "Open"
+      ? "open"
+      : u.channel._tag === "Opening"
+      ? "opening"
+      : "closed",
+    changeChannelDetail: u.channel?._tag === "Closed" ? u.channel.reason : undefined,
+    pollIntervalMs: u.connection.pollIntervalMs,
+    pid: u.session?.pid?.(),
+    lastError: u.lastError,
+    lastErrorAt: u.lastErrorAt,
+    since: u.since,
+    nextAttemptAt: u.nextAttemptAt
+  })
+
+  const gauge = (u: Upstream) =>
+    Metric.update(
+      Metric.withAttributes(upstreamHealthy, { connection: u.connection.name }),
+      u.state === "healthy" ? 1 : 0
+    )
+
+  const setState = (u: Upstream, state: UpstreamState) =>
+    Effect.gen(function*() {
+      const wasVisible = u.state === "healthy" && u.tools.length > 0
+      if (u.state !== state) {
+        u.state = state
+        u.since = new Date()
+      }
+      yield* gauge(u)
+      yield* PubSub.publish(statusChanges, undefined)
+      const isVisible = u.state === "healthy" && u.tools.length > 0
+      if (wasVisible !== isVisible) yield* changed
+    })
+
+  // --- one upstream -----------------------------------------------------------
+
+  /** Bounds `what` by `listTimeout`. */
+  const within = (connection: string, what: string) => <A, R>(self: Effect.Effect<A, UpstreamError, R>) =>
+    Effect.timeoutOrElse(self, {
+      duration: listTimeout,
+      orElse: () =>
+        Effect.fail(
+          new UpstreamError({
+            connection,
+            kind: "timeout",
+            detail: `${what} did not complete within ${Duration.format(listTimeout)}`
+          })
+        )
+    })
+
+  const listAll = (u: Upstream, session: UpstreamClient.UpstreamSession) =>
+    Effect.gen(function*() {
+      const tools: Array<unknown> = []
+      let cursor: string | undefined
+      for (let page = 0; page < 100; page++) {
+        const result = yield* session.request("tools/list", cursor === undefined ? {} : { cursor }, {
+          timeout: listTimeout
+        })
+        if (Array.isArray(result.tools)) tools.push(...result.tools)
+        cursor = typeof result.nextCursor === "string" && result.nextCursor !== "" ? result.nextCursor : undefined
+        if (cursor === undefined || tools.length >= maxTools) break
+      }
+      const prefix = options.overrides?.(u.connection)?.toolPrefix ?? u.connection.toolPrefix ??
+        `${u.connection.name}/`
+      return expose(u.connection.name, prefix, tools, maxTools)
+    }).pipe(within(u.connection.name, "tools/list"))
+
+  const setTools = (u: Upstream, tools: ReadonlyArray<ExposedTool>) =>
+    Effect.suspend(() => {
+      const fingerprint = JSON.stringify(tools.map((t) => t.tool))
+      if (fingerprint === u.fingerprint) return Effect.void
+      u.tools = tools
+      u.fingerprint = fingerprint
+      return Effect.andThen(PubSub.publish(statusChanges, undefined), u.state === "healthy" ? changed : Effect.void)
+    })
+
+  /** Whether a session event means the lists may have changed. */
+  const refreshes = (event: UpstreamClient.SessionEvent) =>
+    event._tag === "Notification" && event.method === "notifications/tools/list_changed"
+
+  /** One session: connects, lists, serves until the session is lost (always ends in failure). */
+  const runSession = (u: Upstream, connected: Effect.Effect<void>) =>
+    Effect.scoped(Effect.gen(function*() {
+      const name = u.connection.name
+      const lost = yield* Deferred.make<never, UpstreamError>()
+      const wanted = yield* Queue.sliding<void>(1)
+      const overrides = options.overrides?.(u.connection)
+      const allow = yield* http.allowList(name, u.connection.egressAllowList)
+      const target: UpstreamClient.UpstreamTarget = {
+        id: u.connection.id,
+        name,
+        url: u.connection.url ?? "",
+        transport: u.connection.transport,
+        command: u.connection.stdio ?? undefined,
+        allow,
+        auth: overrides?.auth ?? u.connection.auth
+      }
+      const session = yield* UpstreamClient.connect(target, {
+        clientInfo,
+        requestTimeout: listTimeout,
+        maxMessageBytes
+      }).pipe(within(name, "connecting"))
+      const channelEvents = yield* Queue.unbounded<UpstreamClient.ChannelState>()
+      yield* session.events.pipe(
+        Stream.runForEach((event) =>
+          event._tag === "Channel"
+            ? Queue.offer(channelEvents, event.state)
+            : refreshes(event)
+            ? Queue.offer(wanted, undefined)
+            : Effect.void
+        ),
+        Effect.forkScoped({ startImmediately: true })
+      )
+      yield* session.lost.pipe(Effect.catch((error) => Deferred.fail(lost, error)), Effect.forkScoped)
+      const tools = yield* listAll(u, session)
+      u.session = session
+      u.protocolVersion = session.protocolVersion
+      u.nextAttemptAt = undefined
+      u.refresh = () => Queue.offer(wanted, undefined).pipe(Effect.asVoid)
+      yield* setTools(u, tools)
+      if (u.state === "unhealthy") yield* Effect.logInfo(`upstream MCP server ${name} is healthy again`)
+      yield* setState(u, "healthy")
+      yield* Deferred.succeed(u.settled, undefined)
+      yield* connected
+      // Refreshes (list-changed, probes after failed calls) and periodic probes.
+      yield* Queue.take(wanted).pipe(
+        Effect.andThen(listAll(u, session)),
+        Effect.flatMap((tools) => setTools(u, tools)),
+        Effect.forever,
+        Effect.catch((error) => Deferred.fail(lost, error)),
+        Effect.forkScoped
+      )
+      // Probes while the change channel is open, polls while it is closed; the timer restarts only when the
+      // mode changes, so a channel failing again and again never delays a poll.
+      const timer = yield* FiberHandle.make<void, never>()
+      const every = (interval: Duration.Duration) =>
+        Queue.offer(wanted, undefined).pipe(Effect.repeat(Schedule.spaced(interval)), Effect.delay(interval))
+      const pollInterval = Duration.millis(u.connection.pollIntervalMs)
+      const onChannel = (state: UpstreamClient.ChannelState) =>
+        Effect.gen(function*() {
+          const previous = u.channel
+          u.channel = state
+          const polling = state._tag === "Closed"
+          const wasPolling = previous?._tag === "Closed"
+          if (previous === undefined || polling !== wasPolling) {
+            yield* FiberHandle.run(timer, every(polling ? pollInterval : probeInterval))
+          }
+          // Opened again: changes may have been missed. Broken: the upstream may be gone, and only a request
+          // can tell (a channel never decides health), so the lists are fetched at once either way.
+          if ((state._tag === "Open" && wasPolling) || (polling && previous?._tag === "Open")) {
+            yield* Queue.offer(wanted, undefined)
+          }
+          const detail = (c: UpstreamClient.ChannelState | undefined) => c?._tag === "Closed" ? c.reason : c?._tag
+          if (detail(previous) !== detail(state)) yield* PubSub.publish(statusChanges, undefined)
+        })
+      yield* onChannel(session.channel)
+      yield* Queue.take(channelEvents).pipe(Effect.flatMap(onChannel), Effect.forever, Effect.forkScoped)
+      return yield* Deferred.await(lost)
+    })).pipe(Effect.ensuring(Effect.sync(() => {
+      u.session = undefined
+      u.channel = undefined
+      u.refresh = () => Effect.void
+    })))
+
+  const supervise = (u: Upstream) =>
+    Effect.gen(function*() {
+      let attempt = 0
+      while (true) {
+        let connectedAt: number | undefined
+        const exit = yield* Effect.exit(runSession(
+          u,
+          Effect.sync(() => {
+            connectedAt = Date.now()
+          })
+        ))
+        // the backoff starts over only after a session that lasted: one that connects and fails again at once
+        // (a stdio program crashing after its handshake) keeps backing off
+        if (connectedAt !== undefined && Date.now() - connectedAt >= STABLE_SESSION_MS) attempt = 0
+        const error = Exit.isFailure(exit)
+          ? Option.getOrUndefined(Exit.findErrorOption(exit))
+          : undefined
+        const base = Math.min(backoffMax, backoffInitial * 2 ** Math.min(attempt, 20))
+        const delay = Math.round(base * (0.8 + 0.4 * (yield* Random.next)))
+        attempt++
+        const detail = error?.detail ?? "the session ended"
+        // Log transitions and new reasons, not every retry of a long outage.
+        const report = u.state !== "unhealthy" || u.lastError !== detail
+        u.lastError = detail
+        u.lastErrorAt = new Date()
+        u.nextAttemptAt = new Date(Date.now() + delay)
+        u.protocolVersion = undefined
+        if (report) yield* Effect.logWarning(`upstream MCP server ${u.connection.name} is unhealthy: ${detail}`)
+        yield* setState(u, "unhealthy")
+        yield* Deferred.succeed(u.settled, undefined)
+        yield* Effect.sleep(Duration.millis(delay))
+      }
+    }).pipe(Effect.provide(context))
+
+  // --- configuration ------------------------------------------------------------
+
+  const keyOf = (c: McpConnection) =>
+    JSON.stringify([
+      c.version,
+      c.url,
+      c.transport,
+      c.stdio,
+      c.auth,
+      c.egressAllowList,
+      c.pollIntervalMs,
+      options.overrides?.(c) ?? null
+    ])
+
+  const reconcile = Effect.gen(function*() {
+    const snapshot = yield* configCache.snapshot
+    const wanted = new Map<string, McpConnection>()
+    for (const connection of snapshot.connections) {
+      if (connection.kind === "mcp") wanted.set(connection.id, connection)
+    }
+    let removed = false
+    for (const [id, u] of upstreams) {
+      const next = wanted.get(id)
+      if (next === undefined || keyOf(next) !== u.key) {
+        upstreams.delete(id)
+        yield* FiberMap.remove(sessions, id)
+        yield* Metric.update(Metric.withAttributes(upstreamHealthy, { connection: u.connection.name }), 0)
+        removed = true
+      }
+    }
+    for (const [id, connection] of wanted) {
+      if (upstreams.has(id)) continue
+      const u: Upstream = {
+        connection,
+        key: keyOf(connection),
+        state: "connecting",
+        since: new Date(),
+        protocolVersion: undefined,
+        lastError: undefined,
+        lastErrorAt: undefined,
+        nextAttemptAt: undefined,
+        session: undefined,
+        channel: undefined,
+        tools: [],
+        fingerprint: "[]",
+        settled: yield* Deferred.make<void>(),
+        refresh: () => Effect.void
+      }
+      upstreams.set(id, u)
+      yield* gauge(u)
+      yield* FiberMap.run(sessions, id, supervise(u))
+    }
+    if (removed) yield* changed
+    yield* PubSub.publish(statusChanges, undefined)
+  }).pipe(
+    Effect.catch((error) => Effect.logWarning("federation could not read the configuration", error))
+  )
+
+  yield* reconcile
+  yield* feed.changes.pipe(
+    Stream.filter((change) => change.kind === "connection"),
+    Stream.runForEach(() => reconcile),
+    Effect.forkScoped
+  )
+  yield* reconcile.pipe(Effect.repeat(Schedule.spaced("10 seconds")), Effect.delay("10 seconds"), Effect.forkScoped)
+
+  const awaitFirst = Effect.suspend(() => {
+    const waiting = [...upstreams.values()].filter((u) => u.state === "connecting")
+    if (waiting.length === 0) return Effect.void
+    return Effect.forEach(waiting, (u) => Deferred.await(u.settled), { concurrency: "unbounded", discard: true }).pipe(
+      Effect.timeoutOption(firstListWait),
+      Effect.asVoid
+    )
+  })
+
+  const health = UpstreamHealth.of({
+    list: Effect.sync(() => [...upstreams.values()].map(statusOf).sort((a, b) => a.connection < b.connection ? -1 : 1)),
+    get: (connection) =>
+      Effect.sync(() =>
+        Option.map(
+          Option.fromNullishOr([...upstreams.values()].find((u) => u.connection.name === connection)),
+          statusOf
+        )
+      ),
+    changes: Stream.fromPubSub(statusChanges)
+  })
+
+  return { upstreams, awaitFirst, health } satisfies UpstreamPool
+}) as (
+  options: FederationOptions,
+  changed: Effect.Effect<void>
+) => Effect.Effect<
+  UpstreamPool,
+  never,
+  ConfigCache | ChangeFeed | UpstreamHttp | UpstreamAuth | SecretCache | ChildProcessSpawner | Scope.Scope
+>

@@ -1,0 +1,57 @@
+/**
+ * The 2025-era handshake every stateful transport shares (Streamable HTTP
+ * sessions, HTTP+SSE, stdio): what `initialize` offers and what its result
+ * must hold.
+ *
+ * **Rules**
+ *
+ * - `initialize` offers the newest stateful revision (2025-11-25), Janus's
+ *   client capabilities (`CLIENT_CAPABILITIES`: what calling clients may be
+ *   asked, relayed to them) and the gateway's client info.
+ * - The result must name a stateful revision Janus speaks
+ *   (`STATEFUL_VERSIONS`); anything else is `unavailable`, naming the
+ *   revision (cut to 40 characters).
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import { STATEFUL_VERSIONS } from "../../mcp/Protocol.ts"
+import { unavailable, type UpstreamError } from "../Errors.ts"
+import { CLIENT_CAPABILITIES } from "./Session.ts"
+import * as Wire from "./Wire.ts"
+
+const statefulVersions: ReadonlyArray<string> = STATEFUL_VERSIONS
+
+/** What a session knows about its server once negotiated. */
+export interface Negotiated {
+  readonly protocolVersion: string
+  readonly capabilities: Readonly<Record<string, unknown>>
+  readonly serverInfo: Readonly<Record<string, unknown>> | undefined
+  readonly instructions: string | undefined
+}
+
+/** The params of `initialize`. */
+export const initializeParams = (clientInfo: { readonly name: string; readonly version: string }): Wire.Params => ({
+  protocolVersion: statefulVersions[0],
+  capabilities: CLIENT_CAPABILITIES,
+  clientInfo
+})
+
+/** Checks an `initialize` result. */
+export const accept = (connection: string, result: unknown): Effect.Effect<Negotiated, UpstreamError> => {
+  if (!Wire.isObject(result) || typeof result.protocolVersion !== "string") {
+    return Effect.fail(unavailable(connection, "the initialize result has no protocolVersion"))
+  }
+  if (!statefulVersions.includes(result.protocolVersion)) {
+    return Effect.fail(unavailable(
+      connection,
+      `the upstream chose protocol ${result.protocolVersion.slice(0, 40)}, which Janus does not speak`
+    ))
+  }
+  return Effect.succeed({
+    protocolVersion: result.protocolVersion,
+    capabilities: Wire.isObject(result.capabilities) ? result.capabilities : {},
+    serverInfo: Wire.isObject(result.serverInfo) ? result.serverInfo : undefined,
+    instructions: typeof result.instructions === "string" ? result.instructions : undefined
+  })
+}

@@ -1,0 +1,80 @@
+/**
+ * What `janus doctor` finds at each trusted authorization server: its
+ * metadata and its signing keys, fetched as the gateway would fetch them.
+ *
+ * **Rules**
+ *
+ * - Each issuer's metadata is discovered from the issuer MCP clients are sent
+ *   to (RFC 8414, then OpenID Discovery, as `AuthorizationServerMetadata`
+ *   does); then its JWKS (the configured URL, or the metadata's `jwks_uri`)
+ *   is fetched and its public signing keys counted.
+ * - Missing metadata fails the issuer when Janus needs it to find the keys
+ *   (no JWKS URL configured); with a JWKS URL it is a warning: Janus can
+ *   check tokens, but MCP clients cannot discover where to get one.
+ * - Keys that cannot be fetched, or a set without a public signing key, fail
+ *   the issuer: `serve` would answer 503 to every token it issued.
+ * - Only reads; each fetch bounded by the OAuth HTTP timeout.
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import type { HttpClient } from "effect/http"
+import { discover } from "./AuthorizationServerMetadata.ts"
+import { fetchKeySet } from "./JwksCache.ts"
+import type { AuthorizationServer, OAuthSettings } from "./OAuthOptions.ts"
+
+/** The verdict on one issuer. */
+export interface IssuerDiagnosis {
+  readonly issuer: string
+  readonly verdict: "ok" | "warn" | "FAIL"
+  /** What was found, or what failed, in one line. */
+  readonly detail: string
+}
+
+const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
+  Effect.gen(function*() {
+    const notes: Array<string> = []
+    const metadata = yield* Effect.result(discover(server.advertised, {
+      timeout: settings.httpTimeout,
+      allowInsecureHttp: server.allowInsecureHttp,
+      alsoAccept: server.template === undefined ? [] : [server.issuer]
+    }))
+    if (metadata._tag === "Success") {
+      notes.push(`metadata at ${metadata.success.metadataUrl}`)
+    } else if (server.jwksUri === undefined) {
+      return {
+        issuer: server.issuer,
+        verdict: "FAIL",
+        detail:
+          `no usable metadata, so no signing keys: ${metadata.failure.message}; set its JWKS URL or fix the issuer`
+      } satisfies IssuerDiagnosis
+    } else {
+      notes.push(`no usable metadata, so MCP clients cannot discover it (${metadata.failure.message})`)
+    }
+    const uri = server.jwksUri ?? (metadata._tag === "Success" ? metadata.success.jwks_uri : "")
+    const keys = yield* Effect.result(fetchKeySet(uri, settings.httpTimeout))
+    if (keys._tag === "Failure") {
+      return {
+        issuer: server.issuer,
+        verdict: "FAIL",
+        detail: `${notes.join("; ")}; signing keys not fetched: ${keys.failure}`
+      } satisfies IssuerDiagnosis
+    }
+    const kids = [...keys.success.kids]
+    notes.push(
+      `${keys.success.keyCount} signing key(s) at ${uri}` + (kids.length === 0 ? "" : ` (kid ${kids.join(", ")})`)
+    )
+    return {
+      issuer: server.issuer,
+      verdict: metadata._tag === "Success" ? "ok" : "warn",
+      detail: notes.join("; ")
+    } satisfies IssuerDiagnosis
+  })
+
+/** Every trusted issuer's diagnosis, in configuration order, fetched concurrently. */
+export const diagnose = (
+  settings: OAuthSettings
+): Effect.Effect<ReadonlyArray<IssuerDiagnosis>, never, HttpClient.HttpClient> =>
+  Effect.forEach([...settings.authorizationServers.values()], (server) => diagnoseOne(server, settings), {
+    concurrency: "unbounded"
+  })

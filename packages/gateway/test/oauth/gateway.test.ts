@@ -1,0 +1,184 @@
+/**
+ * The OAuth resource server inside a whole gateway: the RFC 9728 metadata
+ * mounted for /mcp and each virtual server, challenges pointing at the right
+ * one, virtual servers' own tokens, /readyz reporting the key state, and a key
+ * endpoint down during a rotation (503 with Retry-After, then accepted).
+ *
+ * The authorization server is the suite's loopback stand-in (its keys and
+ * failures are set per test); the OAuth options come from `OAUTH_*` variables
+ * as `janus serve` reads them, with a 1 s refetch window instead of 30 s so
+ * that recovery takes a second of real time.
+ */
+import { assert, layer } from "@effect/vitest"
+import { ClientTokens } from "@janus/storage"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { FetchHttpClient, HttpClient, HttpServer } from "effect/http"
+import { load } from "../../src/config/JanusConfig.ts"
+import * as OAuthVariables from "../../src/config/OAuthVariables.ts"
+import { OAuthLayer } from "../../src/oauth/index.ts"
+import * as GatewayTesting from "../../src/testing.ts"
+import { stateless } from "../mcp/http-client.ts"
+import * as Downstream from "../support/Downstream.ts"
+import { type AuthServer, authServer, claims, rotated, rsa, sign } from "./support.ts"
+
+const ORIGIN = "https://janus.example.com"
+const RESOURCE = `${ORIGIN}/mcp`
+const CRM = `${ORIGIN}/servers/crm/mcp`
+
+class TestAuthServer extends Context.Service<TestAuthServer, AuthServer>()("test/oauth/TestAuthServer") {}
+
+/** The OAuth layer `janus serve` would build from these variables, with a 1 s refetch window. */
+const fromVariables = (env: Record<string, string>) =>
+  Effect.map(
+    load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))),
+    (settings) =>
+      OAuthLayer({ ...OAuthVariables.options(settings), jwksMinRefreshInterval: "1 second" }).pipe(
+        Layer.provide(FetchHttpClient.layer)
+      )
+  )
+
+const TestLayer = Layer.unwrap(Effect.gen(function*() {
+  const server = yield* TestAuthServer
+  // the first key fetch fails: the gateway starts without keys
+  server.status.set("/jwks", 503)
+  const oauth = yield* fromVariables({
+    OAUTH_ENABLED: "true",
+    OAUTH_RESOURCE: RESOURCE,
+    OAUTH_ISSUERS: server.issuer,
+    OAUTH_JWKS_URL: server.jwksUri
+  })
+  return Layer.effectDiscard(Downstream.seedPets({ tools: ["get_pet"], virtualServers: [["crm", ["get_pet"]]] })).pipe(
+    Layer.provideMerge(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false }, extra: oauth })),
+    Layer.provideMerge(Downstream.layer)
+  )
+})).pipe(Layer.provideMerge(Layer.effect(TestAuthServer, authServer())))
+
+const now = () => Math.floor(Date.now() / 1000)
+
+/** A 2026-07-28 tools/list on `path`, with `token` when given. */
+const list = (path: string, token?: string) =>
+  Effect.flatMap(
+    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base).href)),
+    (url) =>
+      Effect.map(
+        stateless(url, "tools/list", {}, token === undefined ? {} : { authorization: `Bearer ${token}` }),
+        (reply) => ({ ...reply, text: reply.text + JSON.stringify(reply.events) })
+      )
+  )
+
+const getJson = (path: string) =>
+  Effect.gen(function*() {
+    const response = yield* HttpClient.get(path)
+    return { status: response.status, headers: response.headers, json: (yield* response.json) as any }
+  })
+
+const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+
+// The real clock: the gateway's verifier and the tokens' times agree with the wall clock. The tests run in
+// order on one gateway: the first sees it start without keys.
+layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through the gateway", (it) => {
+  it.effect("not ready while OAuth is the only way in and no key was ever fetched; ready once one was", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      const down = yield* getJson("/readyz")
+      assert.strictEqual(down.status, 503)
+      assert.strictEqual(down.json.status, "unavailable")
+      assert.include(down.json.reason, "no issuer's signing keys were fetched yet")
+      assert.include(down.json.reason, `${server.issuer}: ${server.jwksUri} answered HTTP 503`)
+      assert.deepStrictEqual(down.json.oauth, [
+        { issuer: server.issuer, keys: 0, fetchedAt: null, lastError: `${server.jwksUri} answered HTTP 503` }
+      ])
+
+      // a client token is another way in: ready, with the OAuth detail
+      const tokens = yield* ClientTokens
+      const created = yield* tokens.create({ name: "ci" })
+      const withToken = yield* getJson("/readyz")
+      assert.strictEqual(withToken.status, 200)
+      assert.strictEqual(withToken.json.oauth[0].keys, 0)
+      yield* tokens.revoke(created.token.id)
+      assert.strictEqual((yield* getJson("/readyz")).status, 503)
+
+      // a token while the keys cannot be fetched: 503 with Retry-After, no challenge
+      const token = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE }))
+      const refused = yield* list("/mcp", token)
+      assert.strictEqual(refused.status, 503)
+      assert.strictEqual(refused.headers.get("retry-after"), "1")
+      assert.isNull(refused.headers.get("www-authenticate"))
+
+      server.status.delete("/jwks")
+      yield* sleep(1_100)
+      assert.strictEqual((yield* list("/mcp", token)).status, 200)
+      const up = yield* getJson("/readyz")
+      assert.strictEqual(up.status, 200)
+      assert.deepStrictEqual(up.json.oauth.map((o: any) => [o.issuer, o.keys]), [[server.issuer, 6]])
+    }))
+
+  it.effect("serves the metadata of /mcp (path and root forms) and of each virtual server", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
+        const found = yield* getJson(path)
+        assert.strictEqual(found.status, 200, path)
+        assert.deepStrictEqual(found.json, {
+          resource: RESOURCE,
+          authorization_servers: [server.issuer],
+          scopes_supported: ["mcp:tools", "janus:admin"],
+          bearer_methods_supported: ["header"]
+        })
+      }
+      const crm = yield* getJson("/.well-known/oauth-protected-resource/servers/crm/mcp")
+      assert.strictEqual(crm.status, 200)
+      assert.strictEqual(crm.json.resource, CRM)
+      const unknown = yield* HttpClient.get("/.well-known/oauth-protected-resource/servers/nope/mcp")
+      assert.strictEqual(unknown.status, 404)
+      // Janus is not an authorization server: a client must not mistake it for one
+      assert.strictEqual((yield* HttpClient.get("/.well-known/oauth-authorization-server")).status, 404)
+    }))
+
+  it.effect("each resource's 401 points at its own metadata; a virtual server's token works there only", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      const challenge = (path: string) => Effect.map(list(path), (r) => r.headers.get("www-authenticate"))
+      assert.strictEqual(
+        yield* challenge("/mcp"),
+        `Bearer resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
+      )
+      assert.strictEqual(
+        yield* challenge("/servers/crm/mcp"),
+        `Bearer resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/servers/crm/mcp", scope="mcp:tools"`
+      )
+      const forCrm = yield* sign(rsa.RS256!, claims(server, now(), { aud: CRM }))
+      const onCrm = yield* list("/servers/crm/mcp", forCrm)
+      assert.strictEqual(onCrm.status, 200)
+      assert.include(onCrm.text, "get_pet")
+      const onMcp = yield* list("/mcp", forCrm)
+      assert.strictEqual(onMcp.status, 401)
+      assert.include(onMcp.headers.get("www-authenticate")!, `error="invalid_token"`)
+      // a token for /mcp opens every tool, so it is accepted on a virtual server (OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS)
+      const forMcp = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE }))
+      assert.strictEqual((yield* list("/servers/crm/mcp", forMcp)).status, 200)
+    }))
+
+  it.effect("the key endpoint down during a rotation: 503 with Retry-After, then accepted after recovery", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      yield* sleep(1_100) // past the refetch window of earlier fetches
+      server.keys = [rotated.publicJwk, ...server.keys]
+      server.status.set("/jwks", 500)
+      const token = yield* sign(rotated, claims(server, now(), { aud: RESOURCE }))
+      const during = yield* list("/mcp", token)
+      assert.strictEqual(during.status, 503)
+      assert.strictEqual(during.headers.get("retry-after"), "1")
+      assert.isNull(during.headers.get("www-authenticate"), "the client is not sent to re-authorise")
+      assert.notInclude(during.text, token)
+      // tokens signed with the keys held keep working
+      assert.strictEqual(
+        (yield* list("/mcp", yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE })))).status,
+        200
+      )
+
+      server.status.delete("/jwks")
+      yield* sleep(1_100)
+      assert.strictEqual((yield* list("/mcp", token)).status, 200)
+    }))
+})
