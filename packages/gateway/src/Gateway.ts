@@ -230,9 +230,11 @@ export const layerOn = <S, SE, StE>(options: {
     // OTEL_PROPAGATORS and the exemplar filter, read by every request whether or not anything is exported
     Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing(), Otlp.layerReferences)),
     Layer.provideMerge(options.server),
-    Layer.provideMerge(Instrument.eventLogLayer),
-    // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning
-    Layer.provideMerge(options.storage.pipe(Layer.provideMerge(StdioAllowList.layer)))
+    // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
+    // the event log's writer reports its buffer and flushes as metrics
+    Layer.provideMerge(
+      options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
+    )
   )
 
 /** The gateway serving HTTP, given its configuration. */

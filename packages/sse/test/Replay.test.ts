@@ -4,25 +4,21 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Stream } from "effect"
-import type { NonEmptyReadonlyArray } from "effect/Array"
-import type * as Cause from "effect/Cause"
 import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
-import { ADR_MAX_BYTES, ADR_MAX_FRAMES, describe as d, dropped, ev, REPLAY_CAP_EVENTS, withHub } from "./helpers.ts"
-
-type Pull = Effect.Effect<NonEmptyReadonlyArray<Frame.Frame>, Cause.Done>
-
-/** Pulls until `n` frames (heartbeats aside) have arrived. */
-const take = (pull: Pull, n: number) =>
-  Effect.gen(function*() {
-    const out: Array<string> = []
-    while (out.length < n) {
-      for (const frame of yield* pull) if (frame._tag !== "Heartbeat") out.push(d(frame))
-    }
-    return out
-  })
+import {
+  ADR_MAX_BYTES,
+  ADR_MAX_FRAMES,
+  describe as d,
+  dropped,
+  ev,
+  type Pull,
+  REPLAY_CAP_EVENTS,
+  take,
+  withHub
+} from "./helpers.ts"
 
 /** An event whose size is exactly `size`. */
 const sized = (id: number, size: number) => {

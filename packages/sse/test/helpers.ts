@@ -3,6 +3,8 @@
  * small frame builders.
  */
 import { Effect, Layer, Metric } from "effect"
+import type { NonEmptyReadonlyArray } from "effect/Array"
+import type * as Cause from "effect/Cause"
 import * as EventLog from "../src/EventLog.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
@@ -76,4 +78,17 @@ export const subscribed = (hub: Hub.Hub["Service"], n: number) =>
       yield* Effect.yieldNow
     }
     return yield* Effect.die(new Error(`never reached ${n} subscribers`))
+  })
+
+/** What `Stream.toPull` of a subscription gives. */
+export type Pull = Effect.Effect<NonEmptyReadonlyArray<Frame.Frame>, Cause.Done>
+
+/** Pulls until `n` frames (heartbeats aside) have arrived; returns them described. */
+export const take = (pull: Pull, n: number) =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    while (out.length < n) {
+      for (const frame of yield* pull) if (frame._tag !== "Heartbeat") out.push(describe(frame))
+    }
+    return out
   })

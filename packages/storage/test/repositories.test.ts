@@ -25,7 +25,7 @@ import {
   VirtualServers
 } from "../src/index.ts"
 import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { endpointInput, expectFailure, restInput, unique } from "./helpers.ts"
+import { count, endpointInput, expectFailure, restInput, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
@@ -35,13 +35,6 @@ const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services,
   { name: "pglite (memory)", layer: () => layerMemory(), run: true },
   { name: "postgres", layer: () => layerPostgres(), run: postgres }
 ]
-
-const count = (table: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ n: number | bigint }>`SELECT count(*) AS n FROM ${sql(table)}`
-    return Number(rows[0]!.n)
-  }).pipe(Effect.orDie)
 
 for (const backend of backends) {
   describe.skipIf(!backend.run)(backend.name, () => {
