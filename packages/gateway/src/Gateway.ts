@@ -152,7 +152,9 @@ export const services: Layer.Layer<
     ChangeSignals.ListChangedFromHubAndUpstreams,
     // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
     // unscoped catalog along)
-    Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth))
+    Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth)),
+    // and its changes as `upstream` signals, so Studio shows the state live
+    ChangeSignals.AnnounceUpstreamChanges
   ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
     // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
     Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),

@@ -65,6 +65,27 @@ layer(Setup, { timeout: 60_000, excludeTestServices: true })("GET /api/v1/events
       assert.isTrue(ids.every((id, i) => id > Number(signal.id) && (i === 0 || id > ids[i - 1]!)))
     }))
 
+  it.effect("signals `upstream` when an upstream MCP server's state changes, so Studio refetches it live", () =>
+    Effect.gen(function*() {
+      const admin = yield* (yield* AdminTokens).create({ name: "studio-3" })
+      const auth = { authorization: `Bearer ${Redacted.value(admin.plaintext)}` }
+      const watching = yield* Effect.forkChild(
+        collect("/api/v1/events?topics=upstream", auth, (events) => events.some((e) => e.event === "signal"))
+      )
+      yield* Effect.sleep("300 millis")
+      // nothing listens on port 1: the upstream goes from connecting to unhealthy on this replica
+      yield* (yield* Connections).create({
+        kind: "mcp",
+        name: "nowhere",
+        url: "http://127.0.0.1:1/mcp",
+        egressAllowList: ["127.0.0.1"]
+      })
+      const live = yield* Fiber.join(watching)
+      const signal = live.events.find((e) => e.event === "signal")
+      assert.isDefined(signal, "an upstream signal within 10 s")
+      assert.deepStrictEqual(JSON.parse(signal!.data!), { topic: "upstream", about: [] })
+    }))
+
   it.effect("a malformed Last-Event-ID is a 400 that says what is expected", () =>
     Effect.gen(function*() {
       const admin = yield* (yield* AdminTokens).create({ name: "studio-2" })
