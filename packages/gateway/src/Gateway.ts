@@ -23,7 +23,7 @@ import * as Egress from "./egress/index.ts"
 import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import { CompositeCatalog, HeldCalls, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as Startup from "./http/Startup.ts"
@@ -134,19 +134,25 @@ export const services: Layer.Layer<
     // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
     // unscoped catalog along)
     Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth))
-  ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
-    // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
-    Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
-    Layer.updateService(SecretCache, Instrument.secretCache),
-    Layer.updateService(ConfigCache, Instrument.configCache)
-  )))),
+  ).pipe(Layer.provide(
+    CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+      // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
+      Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
+      Layer.updateService(SecretCache, Instrument.secretCache),
+      Layer.updateService(ConfigCache, Instrument.configCache)
+    )).pipe(
+      // 2026-07-28 clients' calls of 2025-era upstreams, held for the client's input and continued on any replica
+      Layer.provide(HeldCalls.layer)
+    )
+  )),
   ChangeSignals.AnnounceChanges,
-  SqlSessionStore.layer(),
   // notifications/cancelled for a call running on another replica
   SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
   OpenApiImporter.layer
 ).pipe(
+  // 2025-era sessions and held calls, in the database: shared by every replica
+  Layer.provideMerge(SqlSessionStore.layer()),
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
   // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
