@@ -484,12 +484,10 @@ const make = Effect.gen(function*() {
           })
         }).pipe(Effect.timeout("1 second"), Effect.ignore)
       ),
-      Effect.ensuring(
-        release(held).pipe(
-          Effect.andThen(Effect.sleep(OUTCOME_KEPT)),
-          Effect.andThen(Effect.ignore(store.delete(held.id)))
-        )
-      )
+      Effect.ensuring(release(held)),
+      // kept for a retried continuation, then gone (a replica that stops leaves it to the store's idle expiry)
+      Effect.andThen(Effect.sleep(OUTCOME_KEPT)),
+      Effect.andThen(Effect.ignore(store.delete(held.id)))
     )
   }
 
