@@ -114,7 +114,7 @@ export const make = (masterKey: MasterKey["Service"]) => {
       const master = yield* masterKey.find(k)
       if (Option.isNone(master)) {
         return refused(
-          "requestState was signed with a master key this gateway no longer has (rotated); call the tool again without it"
+          "requestState was altered or was signed with a master key this gateway no longer has (rotated); call the tool again without it"
         )
       }
       const expected = tag(keyFor(k, master.value.key), `${parts[0]}.${parts[1]}`)
