@@ -157,7 +157,10 @@ describe.skipIf(!requireClusterTools())("cluster: bridging between revisions acr
     try {
       sent.length = 0
       assert.strictEqual(textOf(await client.callTool({ name: "l/ask", arguments: {} })), "colour blue")
-      assert.strictEqual(textOf(await client.callTool({ name: "l/interview", arguments: {} })), "Ada: Hello Ada (file:///work)")
+      assert.strictEqual(
+        textOf(await client.callTool({ name: "l/interview", arguments: {} })),
+        "Ada: Hello Ada (file:///work)"
+      )
       const calls = sent.filter((s) => s.method === "tools/call")
       // l/ask: the call and its continuation; l/interview: the call and three continuations
       assert.strictEqual(calls.length, 6, JSON.stringify(sent))

@@ -56,8 +56,8 @@ import {
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
 import { toCallError, UpstreamError } from "./Errors.ts"
-import * as HeldCallState from "./HeldCallState.ts"
 import { HeldCalls } from "./HeldCalls.ts"
+import * as HeldCallState from "./HeldCallState.ts"
 import { type ExposedTool, type ToolOrigin } from "./ToolNames.ts"
 import { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"

@@ -47,7 +47,6 @@ export interface HeldState {
   readonly expiresAt: number
 }
 
-
 /** Whether `state` is one of Janus's (not an upstream's, passed through). */
 export const isHeldState = (state: string): boolean => state.startsWith(PREFIX)
 
@@ -121,7 +120,9 @@ export const make = (masterKey: MasterKey["Service"]) => {
       const given = Buffer.from(parts[2]!, "base64url")
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return refused(ALTERED)
       if (c !== callerDigest(callerId)) {
-        return refused("requestState was issued to another caller; only the caller that started the call may continue it")
+        return refused(
+          "requestState was issued to another caller; only the caller that started the call may continue it"
+        )
       }
       if (t !== tool) {
         return refused(
@@ -130,7 +131,9 @@ export const make = (masterKey: MasterKey["Service"]) => {
       }
       if (now >= e) {
         return refused(
-          `requestState expired at ${new Date(e).toISOString()} (the gateway waits a limited time for a client's input); call the tool again without it`
+          `requestState expired at ${
+            new Date(e).toISOString()
+          } (the gateway waits a limited time for a client's input); call the tool again without it`
         )
       }
       return Result.succeed({ held: h, round: r, asked: q as Readonly<Record<string, string>>, tool: t, expiresAt: e })

@@ -77,8 +77,8 @@ import {
   InvalidToolArguments,
   type ProgressReporter,
   type ToolCallError,
-  ToolCallRefused,
   type ToolCallOutcome,
+  ToolCallRefused,
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
 import * as HeldCallState from "./HeldCallState.ts"
@@ -211,7 +211,11 @@ const decodeEvent = (data: string, tool: string): Event => {
         case "InvalidToolArguments":
           return {
             _tag: "Error",
-            error: new InvalidToolArguments({ name, detail, ...(e.asToolResult === true ? { asToolResult: true } : {}) })
+            error: new InvalidToolArguments({
+              name,
+              detail,
+              ...(e.asToolResult === true ? { asToolResult: true } : {})
+            })
           }
         default:
           return {
@@ -353,7 +357,9 @@ const make = Effect.gen(function*() {
     const inputRequests: Record<string, { method: string; params?: Params }> = {}
     const asked: Record<string, string> = {}
     for (const [key, ask] of held.asks) {
-      inputRequests[key] = ask.params === undefined ? { method: ask.method } : { method: ask.method, params: ask.params }
+      inputRequests[key] = ask.params === undefined
+        ? { method: ask.method }
+        : { method: ask.method, params: ask.params }
       asked[key] = ask.method
     }
     const requestState = yield* states.sign(
@@ -529,15 +535,17 @@ const make = Effect.gen(function*() {
           }),
         progress: (progress, total, message) =>
           Effect.suspend(() => held.recipient.progress?.(progress, total, message) ?? Effect.void),
-        log: (params) => Effect.suspend(() => held.recipient.log?.(params) ?? Effect.void)
+        log: (params) =>
+          Effect.suspend(() =>
+            held.recipient.log?.(params) ??
+              Effect.logDebug(`log message from upstream ${call.connection}`, params)
+          )
       }
       held.fiber = yield* FiberSet.run(
         fibers,
         call.run(hooks).pipe(
           Effect.exit,
-          Effect.flatMap((exit) =>
-            Effect.andThen(Effect.sync(() => (held.exit = exit)), Queue.offer(wake, undefined))
-          ),
+          Effect.flatMap((exit) => Effect.andThen(Effect.sync(() => (held.exit = exit)), Queue.offer(wake, undefined))),
           Effect.asVoid
         )
       )

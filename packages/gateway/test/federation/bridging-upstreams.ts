@@ -120,7 +120,10 @@ const legacyServer = (observed: Observed) => {
         params: { messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens: 50 }
       }, CreateMessageResultSchema), extra.signal)
     return {
-      content: [{ type: "text", text: `model ${answer.model} said: ${answer.content.type === "text" ? answer.content.text : "?"}` }]
+      content: [{
+        type: "text",
+        text: `model ${answer.model} said: ${answer.content.type === "text" ? answer.content.text : "?"}`
+      }]
     }
   })
   server.registerTool("interview", {
@@ -152,8 +155,7 @@ const legacyServer = (observed: Observed) => {
         }
       }, CreateMessageResultSchema), extra.signal)
     await progress(3, "asking the roots")
-    const roots = await asking(() =>
-      extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema), extra.signal)
+    const roots = await asking(() => extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema), extra.signal)
     return {
       content: [{
         type: "text",
@@ -225,7 +227,11 @@ export interface OddObserved {
   readonly responses: Map<string, unknown>
 }
 
-const text = (value: string) => ({ content: [{ type: "text", text: value }], resultType: "complete", _meta: SERVER_INFO })
+const text = (value: string) => ({
+  content: [{ type: "text", text: value }],
+  resultType: "complete",
+  _meta: SERVER_INFO
+})
 
 const inputRequired = (key: string, method: string, params?: Record<string, unknown>) => ({
   resultType: "input_required",

@@ -247,8 +247,11 @@ const listed = (token: string) =>
 const federated = Effect.gen(function*() {
   const { a } = yield* Tokens
   yield* waitUntil(
-    Effect.map(listed(a), (names) =>
-      ["l/ask", "m/test_input_required_result_elicitation", "o/endless"].every((name) => names.includes(name))),
+    Effect.map(
+      listed(a),
+      (names) =>
+        ["l/ask", "m/test_input_required_result_elicitation", "o/endless"].every((name) => names.includes(name))
+    ),
     "the three upstreams' tools"
   )
 })
@@ -259,8 +262,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("bridging betw
       yield* federated
       const { a } = yield* Tokens
       const { asked, client } = yield* v1(a)
-      const call = (name: string) =>
-        Effect.promise(() => client.callTool({ name: `m/${name}`, arguments: {} }))
+      const call = (name: string) => Effect.promise(() => client.callTool({ name: `m/${name}`, arguments: {} }))
 
       const elicited = yield* call("test_input_required_result_elicitation")
       assert.strictEqual(textOf(elicited), "Hello, Ada!")
@@ -339,7 +341,10 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("bridging betw
       const call = (name: string, args: Record<string, unknown> = {}) =>
         Effect.promise(() => client.callTool({ name: `l/${name}`, arguments: args }))
       assert.strictEqual(textOf(yield* call("ask")), "colour blue")
-      assert.strictEqual(textOf(yield* call("sample", { prompt: "Capital of France?" })), "model test-model said: Hello Ada")
+      assert.strictEqual(
+        textOf(yield* call("sample", { prompt: "Capital of France?" })),
+        "model test-model said: Hello Ada"
+      )
       asked.methods.length = 0
       assert.strictEqual(textOf(yield* call("interview")), "Ada: Hello Ada (file:///work)")
       assert.deepStrictEqual(asked.methods, ["elicitation/create", "sampling/createMessage", "roots/list"])
@@ -385,8 +390,9 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("bridging betw
       assert.strictEqual(nulled.body.error?.code, -32602)
 
       // no answer for the round's request: it is asked again, under a new state
-      const again = (yield* raw(a, "l/ask", { requestState: state, inputResponses: { unrelated: { action: "cancel" } } }))
-        .body.result
+      const again =
+        (yield* raw(a, "l/ask", { requestState: state, inputResponses: { unrelated: { action: "cancel" } } }))
+          .body.result
       assert.strictEqual(again.resultType, "input_required")
       assert.deepStrictEqual(Object.keys(again.inputRequests), ["elicitation-1"])
       assert.notStrictEqual(again.requestState, state)

@@ -11,11 +11,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { MasterKey, SecretBox } from "@janus/storage"
 import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
+import { type HeldCallHooks, HeldCalls } from "../../src/federation/HeldCalls.ts"
+import * as HeldCallState from "../../src/federation/HeldCallState.ts"
 import type { Caller } from "../../src/mcp/Caller.ts"
 import { McpSessionStore } from "../../src/mcp/Sessions.ts"
 import type { ToolCallError, ToolCallOutcome } from "../../src/mcp/ToolCatalog.ts"
-import * as HeldCallState from "../../src/federation/HeldCallState.ts"
-import { type HeldCallHooks, HeldCalls } from "../../src/federation/HeldCalls.ts"
 
 const key = SecretBox.generateKey()
 const Keys = MasterKey.layerKeys([key])
@@ -29,18 +29,19 @@ const FORM = { message: "Sure?", requestedSchema: { type: "object", properties: 
 const yes = { action: "accept", content: { ok: true } }
 
 /** An upstream call that asks `times` times (forever when absent), then answers; records its interruption. */
-const asking = (log: Array<string>, times?: number, afterAnswer: Effect.Effect<void> = Effect.void) =>
-(hooks: HeldCallHooks): Effect.Effect<ToolCallOutcome, ToolCallError> => {
-  const ask = (n: number): Effect.Effect<ToolCallOutcome> =>
-    times !== undefined && n > times ?
-      Effect.succeed({ content: [{ type: "text", text: `answered ${times}` }] }) :
-      hooks.request("elicitation/create", FORM).pipe(
-        Effect.orDie,
-        Effect.andThen(afterAnswer),
-        Effect.andThen(Effect.suspend(() => ask(n + 1)))
-      )
-  return ask(1).pipe(Effect.onInterrupt(() => Effect.sync(() => log.push("interrupted"))))
-}
+const asking =
+  (log: Array<string>, times?: number, afterAnswer: Effect.Effect<void> = Effect.void) =>
+  (hooks: HeldCallHooks): Effect.Effect<ToolCallOutcome, ToolCallError> => {
+    const ask = (n: number): Effect.Effect<ToolCallOutcome> =>
+      times !== undefined && n > times ?
+        Effect.succeed({ content: [{ type: "text", text: `answered ${times}` }] }) :
+        hooks.request("elicitation/create", FORM).pipe(
+          Effect.orDie,
+          Effect.andThen(afterAnswer),
+          Effect.andThen(Effect.suspend(() => ask(n + 1)))
+        )
+    return ask(1).pipe(Effect.onInterrupt(() => Effect.sync(() => log.push("interrupted"))))
+  }
 
 const start = (held: HeldCalls["Service"], who: Caller, run: ReturnType<typeof asking>, timeout = "30 seconds") =>
   held.start({
@@ -69,7 +70,8 @@ const stateOf = (outcome: ToolCallOutcome): string => {
   return state!
 }
 
-const textOf = (outcome: ToolCallOutcome) => (outcome as unknown as { content: Array<{ text: string }> }).content[0]!.text
+const textOf = (outcome: ToolCallOutcome) =>
+  (outcome as unknown as { content: Array<{ text: string }> }).content[0]!.text
 
 /** Lets forked fibers run after a clock adjustment. */
 const settle = Effect.repeat(Effect.yieldNow, { times: 50 })
@@ -176,7 +178,13 @@ describe("held calls", () => {
 })
 
 describe("held call states", () => {
-  const state = { held: "held.x", round: 2, asked: { "elicitation-2": "elicitation/create" }, tool: "l/ask", expiresAt: 1_000 }
+  const state = {
+    held: "held.x",
+    round: 2,
+    asked: { "elicitation-2": "elicitation/create" },
+    tool: "l/ask",
+    expiresAt: 1_000
+  }
 
   it.effect("bound to the caller, the tool and the expiry; any change to the token is refused", () =>
     Effect.gen(function*() {
