@@ -22,14 +22,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Bridging from "../../test/federation/bridging-upstreams.ts"
 import * as ConformanceUpstream from "../../test/federation/conformance-upstream.ts"
+import * as Stateless from "../../test/support/StatelessRequests.ts"
 import { api, clientToken, type Cluster, startCluster } from "./support/Cluster.ts"
 import { requireClusterTools, sleep } from "./support/Infra.ts"
 import { BACKEND_HEADER } from "./support/Proxy.ts"
-
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, sampling: {}, roots: {} }
-}
 
 /** One POST to an MCP endpoint as seen by the client: its JSON-RPC method (none for a response) and who answered. */
 interface Sent {
@@ -49,50 +45,12 @@ const recording = (token: string, sent: Array<Sent>) => async (input: string | U
   return response
 }
 
-/** A raw 2026-07-28 tools/call to `base`; the JSON-RPC response (the last message of an SSE answer). */
-const call = async (base: string, token: string, name: string, extra: Record<string, unknown> = {}) => {
-  const response = await fetch(new URL("/mcp", base), {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": name
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name, arguments: {}, ...extra, _meta: META }
-    }),
-    signal: AbortSignal.timeout(30_000)
-  })
-  const text = await response.text()
-  const lines = text.split("\n").filter((l) => l.startsWith("data: ") && l.length > 6)
-  return JSON.parse(lines.length > 0 ? lines[lines.length - 1]!.slice(6) : text) as {
+/** A raw 2026-07-28 tools/call to `base`; its JSON-RPC response. */
+const call = async (base: string, token: string, name: string, extra: Record<string, unknown> = {}) =>
+  (await Stateless.post(new URL("/mcp", base), "tools/call", { name, arguments: {}, ...extra }, { token })).body as {
     result?: any
     error?: { code: number; message: string }
   }
-}
-
-const listed = async (base: string, token: string): Promise<ReadonlyArray<string>> => {
-  const response = await fetch(new URL("/mcp", base), {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/list"
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: META } }),
-    signal: AbortSignal.timeout(10_000)
-  })
-  const body = await response.json() as { result?: { tools?: Array<{ name: string }> } }
-  return (body.result?.tools ?? []).map((tool) => tool.name)
-}
 
 const textOf = (result: unknown) => (result as { content: Array<{ text: string }> }).content[0]!.text
 
@@ -124,7 +82,7 @@ describe.skipIf(!requireClusterTools())("cluster: bridging between revisions acr
     const deadline = Date.now() + 60_000
     for (const replica of cluster.replicas) {
       while (true) {
-        const names = await listed(replica.url, alice)
+        const names = await Stateless.toolNames(new URL("/mcp", replica.url), alice)
         if (names.includes("l/interview") && names.includes("m/test_input_required_result_multi_round")) break
         if (Date.now() > deadline) throw new Error(`replica ${replica.name} never listed the upstreams' tools`)
         await sleep(200)

@@ -18,17 +18,14 @@
  * round).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import {
   CreateMessageResultSchema,
   ElicitResultSchema,
-  isInitializeRequest,
   ListRootsResultSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { randomUUID } from "node:crypto"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+
 import { z } from "zod"
+import { readJson, serveMcp, v1Sessions } from "./upstreams.ts"
 
 export interface Observed {
   /** Calls whose server-to-client request was abandoned (the call was cancelled). */
@@ -41,42 +38,6 @@ export interface TestUpstream {
   readonly url: string
   readonly observed: Observed
   readonly stop: () => Promise<void>
-}
-
-const readJson = (req: IncomingMessage): Promise<unknown> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8")
-      try {
-        resolve(text === "" ? undefined : JSON.parse(text))
-      } catch (error) {
-        reject(error)
-      }
-    })
-    req.on("error", reject)
-  })
-
-const serve = async (handler: (req: IncomingMessage, res: ServerResponse) => Promise<unknown>, onStop: () => void) => {
-  const server: Server = createServer((req, res) => {
-    handler(req, res).catch(() => {
-      if (!res.headersSent) res.writeHead(500).end()
-    })
-  })
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    stop: async () => {
-      onStop()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    }
-  }
 }
 
 const colourSchema = {
@@ -183,29 +144,8 @@ const legacyServer = (observed: Observed) => {
 /** The SDK v1 upstream (2025 revisions) whose tools ask the client mid-call. */
 export const legacyAsking = async (): Promise<TestUpstream> => {
   const observed: Observed = { cancelled: 0, roots: [] }
-  const sessions = new Map<string, StreamableHTTPServerTransport>()
-  const { stop, url } = await serve(async (req, res) => {
-    const sessionId = req.headers["mcp-session-id"] as string | undefined
-    const body = req.method === "POST" ? await readJson(req) : undefined
-    const existing = sessionId === undefined ? undefined : sessions.get(sessionId)
-    if (existing !== undefined) return existing.handleRequest(req, res, body)
-    if (sessionId === undefined && req.method === "POST" && isInitializeRequest(body)) {
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, transport)
-        }
-      })
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
-      }
-      await legacyServer(observed).connect(transport)
-      return transport.handleRequest(req, res, body)
-    }
-    res.writeHead(sessionId === undefined ? 400 : 404, { "content-type": "application/json" }).end(
-      JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "no such session" }, id: null })
-    )
-  }, () => sessions.clear())
+  const { handle, sessions } = v1Sessions(() => legacyServer(observed))
+  const { stop, url } = await serveMcp(handle, () => sessions.clear())
   return { url, observed, stop }
 }
 
@@ -272,7 +212,7 @@ const oddCall = (name: string, responses: Record<string, any> | undefined) => {
 /** A 2026-07-28 upstream written by hand, answering JSON to every POST. */
 export const oddModern = async (): Promise<TestUpstream & { readonly odd: OddObserved }> => {
   const odd: OddObserved = { calls: new Map(), responses: new Map() }
-  const { stop, url } = await serve(async (req, res) => {
+  const { stop, url } = await serveMcp(async (req, res) => {
     const message = (req.method === "POST" ? await readJson(req) : undefined) as
       | { id?: number; method?: string; params?: Record<string, any> }
       | undefined

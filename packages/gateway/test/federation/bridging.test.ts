@@ -29,6 +29,7 @@ import {
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
+import * as Stateless from "../support/StatelessRequests.ts"
 import * as Bridging from "./bridging-upstreams.ts"
 import * as ConformanceUpstream from "./conformance-upstream.ts"
 import { waitUntil } from "./support.ts"
@@ -180,75 +181,18 @@ const v2 = (token: string) =>
 
 const textOf = (result: unknown) => (result as { content: Array<{ text: string }> }).content[0]!.text
 
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, sampling: {}, roots: {} }
-}
-
-interface Answer {
-  readonly status: number
-  readonly type: string
-  /** The JSON-RPC messages of the answer: one, or the SSE stream's. */
-  readonly messages: ReadonlyArray<any>
-  /** The response: the last message. */
-  readonly body: any
-}
-
 /** A raw 2026-07-28 `tools/call` (with `extra` params) as `token`. */
 const raw = (token: string, name: string, extra: Record<string, unknown> = {}, meta: Record<string, unknown> = {}) =>
-  Effect.flatMap(urlOf("/mcp"), (url) =>
-    Effect.promise(async (): Promise<Answer> => {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tools/call",
-          "mcp-name": name
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name, arguments: {}, ...extra, _meta: { ...META, ...meta } }
-        })
-      })
-      const type = response.headers.get("content-type") ?? ""
-      const text = await response.text()
-      const messages = type.includes("text/event-stream") ?
-        text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).filter((l) => l !== "").map((
-          l
-        ) => JSON.parse(l)) :
-        [JSON.parse(text)]
-      return { status: response.status, type, messages, body: messages[messages.length - 1] }
-    }))
-
-/** The tools `token` lists (a raw 2026-07-28 `tools/list`). */
-const listed = (token: string) =>
-  Effect.flatMap(urlOf("/mcp"), (url) =>
-    Effect.promise(async () => {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tools/list"
-        },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: META } })
-      })
-      const body = await response.json() as { result?: { tools?: Array<{ name: string }> } }
-      return (body.result?.tools ?? []).map((tool) => tool.name)
-    }))
+  Effect.flatMap(
+    urlOf("/mcp"),
+    (url) => Effect.promise(() => Stateless.post(url, "tools/call", { name, arguments: {}, ...extra }, { token, meta }))
+  )
 
 const federated = Effect.gen(function*() {
   const { a } = yield* Tokens
   yield* waitUntil(
     Effect.map(
-      listed(a),
+      Effect.flatMap(urlOf("/mcp"), (url) => Effect.promise(() => Stateless.toolNames(url, a))),
       (names) =>
         ["l/ask", "m/test_input_required_result_elicitation", "o/endless"].every((name) => names.includes(name))
     ),
@@ -364,7 +308,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("bridging betw
       assert.strictEqual(held._meta["io.modelcontextprotocol/serverInfo"].name, "janus")
       const state: string = held.requestState
       const accept = (colour: string) => ({ "elicitation-1": { action: "accept", content: { colour } } })
-      const invalid = (answer: Answer, includes: string) => {
+      const invalid = (answer: Stateless.Answer, includes: string) => {
         assert.strictEqual(answer.body.error?.code, -32602, JSON.stringify(answer.body))
         assert.include(answer.body.error.message, includes)
       }
@@ -410,7 +354,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("bridging betw
     Effect.gen(function*() {
       yield* federated
       const { a } = yield* Tokens
-      const progressOf = (answer: Answer) =>
+      const progressOf = (answer: Stateless.Answer) =>
         answer.messages.filter((m) => m.method === "notifications/progress").map((m) => [
           m.params.progressToken,
           m.params.progress,
