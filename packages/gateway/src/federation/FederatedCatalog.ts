@@ -25,10 +25,12 @@
  * gateway's transport adds its own).
  *
  * **Bridging**: a 2026-07-28 client's call to a tool of a 2025-era upstream
- * is run as a held call (`HeldCalls.ts`, when the service is provided): the
- * upstream's server-to-client requests become `input_required` for the
- * client, and a `requestState` Janus issued continues the call, whichever
- * replica it reaches. Such a call takes no other `requestState`.
+ * is run as a held call (`HeldCalls.ts`, when the service is provided) when
+ * the client declared elicitation, sampling or roots (otherwise it is never
+ * asked, and nothing needs holding): the upstream's server-to-client
+ * requests become `input_required` for the client, and a `requestState`
+ * Janus issued continues the call, whichever replica it reaches. Such a
+ * call takes no other `requestState`.
  *
  * Naming is `ToolNames.ts`; health is `UpstreamHealth.ts`.
  *
@@ -134,6 +136,11 @@ const aborted = (signal: AbortSignal, connection: string) =>
     signal.addEventListener("abort", fail, { once: true })
     return Effect.sync(() => signal.removeEventListener("abort", fail))
   })
+
+/** Whether a client declared a capability an upstream's server-to-client request needs. */
+const canBeAsked = (capabilities: Readonly<Record<string, unknown>> | undefined): boolean =>
+  capabilities !== undefined &&
+  (isObject(capabilities.elicitation) || isObject(capabilities.sampling) || isObject(capabilities.roots))
 
 /** What the session's `notifications/progress` params report, through `progress`. */
 const progressOf = (progress: Option.Option<ProgressReporter>) =>
@@ -249,10 +256,11 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
           detail: `the upstream MCP server ${u.connection.name} is reconnecting`
         })
       }
-      if (held !== undefined && session.era === "stateful") {
-        if (request.requestState !== undefined) {
-          return yield* new InvalidToolArguments({ name: request.name, detail: HeldCallState.ALTERED })
-        }
+      if (held !== undefined && session.era === "stateful" && request.requestState !== undefined) {
+        return yield* new InvalidToolArguments({ name: request.name, detail: HeldCallState.ALTERED })
+      }
+      // a client that declared none of the input capabilities is never asked: nothing to hold
+      if (held !== undefined && session.era === "stateful" && canBeAsked(relay.clientCapabilities)) {
         return yield* held.start({
           caller,
           tool: request.name,

@@ -9,6 +9,8 @@
  *
  * **Rules**
  *
+ * - Only the calls of clients that declared elicitation, sampling or roots are
+ *   held (`FederatedCatalog.ts`): no other client would be asked anything.
  * - The upstream call runs in a fiber of this service, apart from the request
  *   that started it. While it neither finishes nor asks, the caller waits for
  *   it; the upstream gets `timeout` (the connection's) to do either, counted
@@ -61,7 +63,6 @@ import {
   FiberSet,
   Layer,
   Option,
-  Queue,
   Result,
   Schema,
   Stream
@@ -287,13 +288,14 @@ interface Recipient {
 }
 
 interface Held {
-  readonly id: string
+  /** Given when the call is held (ids cost a CSPRNG read, and most calls never ask). */
+  id: string
   readonly caller: Caller
   readonly call: HeldCallStart
   /** Requests of the upstream not answered yet, by key. */
   readonly asks: Map<string, Ask>
-  /** Offered whenever a request arrives or the call ends. */
-  readonly wake: Queue.Queue<void>
+  /** Set while someone waits for the next event: called whenever a request arrives or the call ends. */
+  wake: (() => void) | undefined
   exit: Exit.Exit<ToolCallOutcome, ToolCallError> | undefined
   recipient: Recipient
   fiber: Fiber.Fiber<void> | undefined
@@ -318,14 +320,21 @@ const make = Effect.gen(function*() {
 
   /** The next thing a call does: finish, ask, or neither within `timeout`. */
   const nextEvent = (held: Held, timeout: Duration.Duration): Effect.Effect<"done" | "asked" | "timeout"> => {
-    const loop: Effect.Effect<"done" | "asked"> = Effect.suspend(() =>
-      held.exit !== undefined ?
-        Effect.succeed("done" as const) :
-        held.asks.size > 0 ?
-        Effect.succeed("asked" as const) :
-        Effect.andThen(Queue.take(held.wake), loop)
-    )
-    return Effect.map(Effect.timeoutOption(loop, timeout), Option.getOrElse(() => "timeout" as const))
+    const ready = () => held.exit !== undefined ? "done" as const : held.asks.size > 0 ? "asked" as const : undefined
+    const wait = Effect.callback<"done" | "asked">((resume) => {
+      const now = ready()
+      if (now !== undefined) return resume(Effect.succeed(now))
+      held.wake = () => {
+        const next = ready()
+        if (next === undefined) return
+        held.wake = undefined
+        resume(Effect.succeed(next))
+      }
+      return Effect.sync(() => {
+        held.wake = undefined
+      })
+    })
+    return Effect.map(Effect.timeoutOption(wait, timeout), Option.getOrElse(() => "timeout" as const))
   }
 
   const timedOut = (held: Held) =>
@@ -511,13 +520,12 @@ const make = Effect.gen(function*() {
 
   const start = (call: HeldCallStart): Effect.Effect<ToolCallOutcome, ToolCallError> =>
     Effect.gen(function*() {
-      const wake = yield* Queue.sliding<void>(1)
       const held: Held = {
-        id: `held.${newSessionId()}`,
+        id: "",
         caller: call.caller,
         call,
         asks: new Map(),
-        wake,
+        wake: undefined,
         exit: undefined,
         recipient: { progress: Option.getOrUndefined(call.progress), log: call.log },
         fiber: undefined
@@ -529,7 +537,8 @@ const make = Effect.gen(function*() {
             const key = `${method.split("/")[0]}-${++counter}`
             const answer = Deferred.makeUnsafe<Params, RelayRefused>()
             held.asks.set(key, { method, params, answer })
-            return Effect.andThen(Queue.offer(wake, undefined), Deferred.await(answer)).pipe(
+            held.wake?.()
+            return Deferred.await(answer).pipe(
               Effect.ensuring(Effect.sync(() => held.asks.delete(key)))
             )
           }),
@@ -545,7 +554,10 @@ const make = Effect.gen(function*() {
         fibers,
         call.run(hooks).pipe(
           Effect.exit,
-          Effect.flatMap((exit) => Effect.andThen(Effect.sync(() => (held.exit = exit)), Queue.offer(wake, undefined))),
+          Effect.map((exit) => {
+            held.exit = exit
+            held.wake?.()
+          }),
           Effect.asVoid
         )
       )
@@ -562,6 +574,7 @@ const make = Effect.gen(function*() {
           yield* release(held)
           return yield* new ToolCallRefused({ name: call.tool, reason: "shed", detail: refusal })
         }
+        held.id = `held.${newSessionId()}`
         holding.set(held.id, held)
         const now = yield* Clock.currentTimeMillis
         const first = yield* store.create({
