@@ -64,10 +64,8 @@ import {
   Layer,
   Option,
   Result,
-  Schema,
   Stream
 } from "effect"
-import { McpSchema } from "effect/ai"
 import type { Caller } from "../mcp/Caller.ts"
 import * as InputRequired from "../mcp/InputRequired.ts"
 import { STATELESS_VERSION } from "../mcp/Protocol.ts"
@@ -79,9 +77,9 @@ import {
   type ProgressReporter,
   type ToolCallError,
   type ToolCallOutcome,
-  ToolCallRefused,
-  ToolNotFound
+  ToolCallRefused
 } from "../mcp/ToolCatalog.ts"
+import { decodeEvent, encodeEvent, type Event, failed, ofExit } from "./HeldCallEvents.ts"
 import * as HeldCallState from "./HeldCallState.ts"
 
 /**
@@ -111,6 +109,8 @@ export const OUTCOME_KEPT = Duration.minutes(1)
 export const RESUME_SLACK = Duration.seconds(20)
 
 type Params = Readonly<Record<string, unknown>>
+
+const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** How a held upstream call reaches back: its server-to-client requests, progress and log messages. */
 export interface HeldCallHooks {
@@ -155,120 +155,6 @@ export class HeldCalls extends Context.Service<HeldCalls, {
     HeldCalls,
     Effect.suspend(() => make)
   )
-}
-
-// ---------------------------------------------------------------------------
-// The outcome stream's events
-// ---------------------------------------------------------------------------
-
-type Event =
-  | { readonly _tag: "Progress"; readonly progress: number; readonly total?: number; readonly message?: string }
-  | { readonly _tag: "Log"; readonly params: Params }
-  | { readonly _tag: "Outcome"; readonly outcome: ToolCallOutcome }
-  | { readonly _tag: "Error"; readonly error: ToolCallError }
-
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const encodeEvent = (event: Event): string => {
-  if (event._tag !== "Error") return JSON.stringify(event)
-  const error = event.error
-  const fields = error._tag === "ToolNotFound" ?
-    { name: error.name } :
-    error._tag === "InvalidToolArguments" ?
-    { name: error.name, detail: error.detail, asToolResult: error.asToolResult } :
-    { name: error.name, reason: error.reason, detail: error.detail, retryAfterMs: error.retryAfterMs }
-  return JSON.stringify({ _tag: "Error", error: { _tag: error._tag, ...fields } })
-}
-
-const RefusalReason = Schema.decodeUnknownOption(
-  Schema.Literals(["denied", "rate_limited", "shed", "breaker_open", "timeout", "unavailable"])
-)
-
-const decodeEvent = (data: string, tool: string): Event => {
-  const corrupt: Event = {
-    _tag: "Error",
-    error: new ToolCallRefused({ name: tool, reason: "unavailable", detail: "the held call's outcome is unreadable" })
-  }
-  let value: unknown
-  try {
-    value = JSON.parse(data)
-  } catch {
-    return corrupt
-  }
-  if (!isObject(value)) return corrupt
-  switch (value._tag) {
-    case "Progress":
-    case "Log":
-      return value as unknown as Event
-    case "Outcome":
-      return isObject(value.outcome) ? { _tag: "Outcome", outcome: value.outcome as ToolCallOutcome } : corrupt
-    case "Error": {
-      const e = isObject(value.error) ? value.error : {}
-      const name = typeof e.name === "string" ? e.name : tool
-      const detail = typeof e.detail === "string" ? e.detail : "the held call failed"
-      switch (e._tag) {
-        case "ToolNotFound":
-          return { _tag: "Error", error: new ToolNotFound({ name }) }
-        case "InvalidToolArguments":
-          return {
-            _tag: "Error",
-            error: new InvalidToolArguments({
-              name,
-              detail,
-              ...(e.asToolResult === true ? { asToolResult: true } : {})
-            })
-          }
-        default:
-          return {
-            _tag: "Error",
-            error: new ToolCallRefused({
-              name,
-              reason: Option.getOrElse(RefusalReason(e.reason), () => "unavailable" as const),
-              detail,
-              ...(typeof e.retryAfterMs === "number" ? { retryAfterMs: e.retryAfterMs } : {})
-            })
-          }
-      }
-    }
-    default:
-      return corrupt
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Input responses
-// ---------------------------------------------------------------------------
-
-const resultSchemas: Readonly<Record<string, (u: unknown) => Exit.Exit<unknown, Schema.SchemaError>>> = {
-  "elicitation/create": Schema.decodeUnknownExit(McpSchema.ElicitResult),
-  "sampling/createMessage": Schema.decodeUnknownExit(McpSchema.CreateMessageResult),
-  "roots/list": Schema.decodeUnknownExit(McpSchema.ListRootsResult)
-}
-
-/** Why `responses` do not answer the round's requests (`asked`: key -> method), or `undefined`. */
-export const invalidResponses = (
-  responses: unknown,
-  asked: Readonly<Record<string, string>>
-): string | undefined => {
-  if (responses === undefined) return undefined
-  if (!isObject(responses)) {
-    return `inputResponses is ${
-      responses === null ? "null" : Array.isArray(responses) ? "an array" : typeof responses
-    }; expected an object of results by input request key`
-  }
-  for (const [key, value] of Object.entries(responses)) {
-    const method = asked[key]
-    if (method === undefined) continue
-    const decoded = resultSchemas[method]?.(value)
-    if (decoded !== undefined && Exit.isFailure(decoded)) {
-      const why = Option.match(Exit.findErrorOption(decoded), {
-        onNone: () => "it does not decode",
-        onSome: (error) => error.message.replace(/\s+/g, " ")
-      })
-      return `inputResponses[${JSON.stringify(key)}] is not a ${method} result (${why})`
-    }
-  }
-  return undefined
 }
 
 // ---------------------------------------------------------------------------
@@ -406,6 +292,28 @@ const make = Effect.gen(function*() {
       Effect.orElseSucceed(() => Option.none())
     )
 
+  const unavailable = (held: Held, detail: string) =>
+    new ToolCallRefused({ name: held.call.tool, reason: "unavailable", detail })
+
+  /** Gives the client's responses (as stored) to the requests they answer. */
+  const deliver = (held: Held, data: string) =>
+    Effect.suspend(() => {
+      let responses: unknown
+      try {
+        responses = JSON.parse(data)
+      } catch {
+        responses = {}
+      }
+      const answered: Array<Effect.Effect<boolean>> = []
+      for (const [key, value] of Object.entries(isObject(responses) ? responses : {})) {
+        const ask = held.asks.get(key)
+        if (ask === undefined || !isObject(value)) continue
+        held.asks.delete(key)
+        answered.push(Deferred.succeed(ask.answer, value))
+      }
+      return Effect.all(answered, { discard: true })
+    })
+
   const release = (held: Held) =>
     Effect.andThen(
       Effect.sync(() => holding.delete(held.id)),
@@ -419,49 +327,28 @@ const make = Effect.gen(function*() {
       while (true) {
         const received = yield* awaitAnswers(held, round)
         if (Option.isNone(received)) {
-          return yield* publish(held, round, {
-            _tag: "Error",
-            error: new InvalidToolArguments({
-              name: held.call.tool,
-              detail: `requestState expired: the gateway waited ${
-                Duration.format(HELD_INPUT_TTL)
-              } for the client's input; call the tool again without it`
-            })
-          })
-        }
-        yield* Effect.ignore(store.closeStream(held.id, answersStream(round)))
-        let responses: unknown
-        try {
-          responses = JSON.parse(received.value.data)
-        } catch {
-          responses = {}
-        }
-        for (const [key, value] of Object.entries(isObject(responses) ? responses : {})) {
-          const ask = held.asks.get(key)
-          if (ask === undefined || !isObject(value)) continue
-          held.asks.delete(key)
-          yield* Deferred.succeed(ask.answer, value)
-        }
-        const event = yield* nextEvent(held, held.call.timeout)
-        if (event === "timeout") return yield* publish(held, round, { _tag: "Error", error: timedOut(held) })
-        if (event === "done") {
-          const exit = held.exit!
           return yield* publish(
             held,
             round,
-            Exit.isSuccess(exit) ?
-              { _tag: "Outcome", outcome: exit.value } :
-              Option.match(Exit.findErrorOption(exit), {
-                onNone: () => ({
-                  _tag: "Error",
-                  error: new ToolCallRefused({
-                    name: held.call.tool,
-                    reason: "unavailable",
-                    detail: `upstream ${held.call.connection}: the call ended unexpectedly`
-                  })
-                }),
-                onSome: (error) => ({ _tag: "Error", error })
+            failed(
+              new InvalidToolArguments({
+                name: held.call.tool,
+                detail: `requestState expired: the gateway waited ${
+                  Duration.format(HELD_INPUT_TTL)
+                } for the client's input; call the tool again without it`
               })
+            )
+          )
+        }
+        yield* Effect.ignore(store.closeStream(held.id, answersStream(round)))
+        yield* deliver(held, received.value.data)
+        const event = yield* nextEvent(held, held.call.timeout)
+        if (event === "timeout") return yield* publish(held, round, failed(timedOut(held)))
+        if (event === "done") {
+          return yield* publish(
+            held,
+            round,
+            ofExit(held.exit!, unavailable(held, `upstream ${held.call.connection}: the call ended unexpectedly`))
           )
         }
         if (round + 1 > InputRequired.MAX_INPUT_ROUNDS) {
@@ -474,14 +361,11 @@ const make = Effect.gen(function*() {
         }
         const next = yield* issueRound(held, round + 1).pipe(Effect.result)
         if (next._tag === "Failure") {
-          return yield* publish(held, round, {
-            _tag: "Error",
-            error: new ToolCallRefused({
-              name: held.call.tool,
-              reason: "unavailable",
-              detail: "the gateway could not hold the call further: its session store is unavailable"
-            })
-          })
+          return yield* publish(
+            held,
+            round,
+            failed(unavailable(held, "the gateway could not hold the call further: its session store is unavailable"))
+          )
         }
         yield* publish(held, round, { _tag: "Outcome", outcome: next.success })
         round++
@@ -490,14 +374,12 @@ const make = Effect.gen(function*() {
     return loop.pipe(
       Effect.onInterrupt(() =>
         // this replica stops: a waiting continuation learns so at once
-        publish(held, round, {
-          _tag: "Error",
-          error: new ToolCallRefused({
-            name: held.call.tool,
-            reason: "unavailable",
-            detail: "the gateway replica holding this call stopped; call the tool again"
-          })
-        }).pipe(Effect.timeout("1 second"), Effect.ignore)
+        publish(
+          held,
+          round,
+          failed(unavailable(held, "the gateway replica holding this call stopped; call the tool again"))
+        )
+          .pipe(Effect.timeout("1 second"), Effect.ignore)
       ),
       Effect.ensuring(release(held)),
       // kept for a retried continuation, then gone (a replica that stops leaves it to the store's idle expiry)
@@ -588,11 +470,10 @@ const make = Effect.gen(function*() {
         }).pipe(Effect.andThen(issueRound(held, 1)), Effect.result)
         if (first._tag === "Failure") {
           yield* release(held)
-          return yield* new ToolCallRefused({
-            name: call.tool,
-            reason: "unavailable",
-            detail: "the gateway could not hold the call for the client's input: its session store is unavailable"
-          })
+          return yield* unavailable(
+            held,
+            "the gateway could not hold the call for the client's input: its session store is unavailable"
+          )
         }
         handed = true
         yield* FiberSet.run(fibers, drive(held, 1))
@@ -611,19 +492,19 @@ const make = Effect.gen(function*() {
         return yield* new InvalidToolArguments({ name: call.tool, detail: verified.failure })
       }
       const state = verified.success
-      const invalid = invalidResponses(call.inputResponses, state.asked)
+      const invalid = InputRequired.invalidResponses(call.inputResponses, state.asked)
       if (invalid !== undefined) return yield* new InvalidToolArguments({ name: call.tool, detail: invalid })
-      const unavailable = new ToolCallRefused({
+      const storeDown = new ToolCallRefused({
         name: call.tool,
         reason: "unavailable",
         detail: "the gateway could not continue the held call: its session store is unavailable"
       })
       yield* store.append(state.held, answersStream(state.round), JSON.stringify(call.inputResponses ?? {})).pipe(
-        Effect.mapError(() => unavailable)
+        Effect.mapError(() => storeDown)
       )
       const events = yield* store.replay(state.held, outcomeStream(state.round), 0).pipe(
         Effect.catchTag("UnknownStream", () => Effect.fail(ended(call.tool))),
-        Effect.catchTag("McpSessionStoreError", () => Effect.fail(unavailable))
+        Effect.catchTag("McpSessionStoreError", () => Effect.fail(storeDown))
       )
       let final: Event | undefined
       const followed = yield* events.pipe(
@@ -643,7 +524,7 @@ const make = Effect.gen(function*() {
               return Effect.void
           }
         }),
-        Effect.mapError(() => unavailable),
+        Effect.mapError(() => storeDown),
         Effect.timeoutOption(Duration.sum(call.timeout, RESUME_SLACK))
       )
       if (Option.isNone(followed)) {
@@ -652,7 +533,7 @@ const make = Effect.gen(function*() {
           reason: "timeout",
           detail: `upstream ${call.connection}: the held call did not answer within ${
             Duration.format(Duration.sum(call.timeout, RESUME_SLACK))
-          }`
+          } (the gateway replica holding it may have stopped); call the tool again`
         })
       }
       const outcome = final as Event | undefined

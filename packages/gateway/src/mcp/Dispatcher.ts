@@ -45,7 +45,6 @@ import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
 import { type AdmissionRefused, McpGuard } from "./Guard.ts"
 import * as InputRequired from "./InputRequired.ts"
-import { isInputRequired } from "./InputRequired.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
 import { type RelayHooks, UpstreamRelay } from "./Relay.ts"
@@ -448,7 +447,8 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       run(inputResponses, requestState) :
       Effect.flatMap(
         run(inputResponses, requestState),
-        (first) => isInputRequired(first) ? InputRequired.fulfil(name, first, run, relay) : Effect.succeed(first)
+        (first) =>
+          InputRequired.isInputRequired(first) ? InputRequired.fulfil(name, first, run, relay) : Effect.succeed(first)
       )
     const outcome = yield* guard.guardCall(context.caller, name, settled, admitted).pipe(
       // a client's _meta.traceparent is the parent of the tools/call span
@@ -467,7 +467,7 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         )
       )
     )
-    if (!isInputRequired(outcome)) return encodeComplete(outcome, context.stateless)
+    if (!InputRequired.isInputRequired(outcome)) return encodeComplete(outcome, context.stateless)
     if (!context.stateless) {
       return JSON.stringify(InputRequired.toolError(
         `Tool '${name}' needs input from the client (multi round-trip), which the gateway cannot ask for within a JSON-RPC batch; send the call on its own`

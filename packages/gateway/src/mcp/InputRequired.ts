@@ -26,10 +26,13 @@
  *   end the call with a tool error result (`isError: true`) that says why.
  * - The rounds are one call: one audit record, one concurrency permit, the
  *   call's progress token throughout.
+ * - The other way round (a 2026-07-28 client answering a held call of a 2025
+ *   upstream), its responses are checked by {@link invalidResponses}.
  *
  * @since 0.1.0
  */
-import { Data, Duration, Effect } from "effect"
+import { Data, Duration, Effect, Exit, Option, Schema } from "effect"
+import { McpSchema } from "effect/ai"
 import { answerWithoutClient, capabilityOf, type RelayHooks } from "./Relay.ts"
 import type { CallToolResult, InputRequest, InputRequiredResult, ToolCallOutcome } from "./ToolCatalog.ts"
 
@@ -154,4 +157,41 @@ export const fulfil = <E, R>(
         ))
   }
   return round(first, 1)
+}
+
+const resultSchemas: Readonly<Record<string, (u: unknown) => Exit.Exit<unknown, Schema.SchemaError>>> = {
+  "elicitation/create": Schema.decodeUnknownExit(McpSchema.ElicitResult),
+  "sampling/createMessage": Schema.decodeUnknownExit(McpSchema.CreateMessageResult),
+  "roots/list": Schema.decodeUnknownExit(McpSchema.ListRootsResult)
+}
+
+/**
+ * Why a 2026-07-28 client's `inputResponses` do not answer a round's input
+ * requests (`asked`: key -> method), or `undefined`: an object whose values
+ * for the round's keys decode as the results of their methods (other keys
+ * are ignored).
+ */
+export const invalidResponses = (
+  responses: unknown,
+  asked: Readonly<Record<string, string>>
+): string | undefined => {
+  if (responses === undefined) return undefined
+  if (!isObject(responses)) {
+    return `inputResponses is ${
+      responses === null ? "null" : Array.isArray(responses) ? "an array" : typeof responses
+    }; expected an object of results by input request key`
+  }
+  for (const [key, value] of Object.entries(responses)) {
+    const method = asked[key]
+    if (method === undefined) continue
+    const decoded = resultSchemas[method]?.(value)
+    if (decoded !== undefined && Exit.isFailure(decoded)) {
+      const why = Option.match(Exit.findErrorOption(decoded), {
+        onNone: () => "it does not decode",
+        onSome: (error) => error.message.replace(/\s+/g, " ")
+      })
+      return `inputResponses[${JSON.stringify(key)}] is not a ${method} result (${why})`
+    }
+  }
+  return undefined
 }
