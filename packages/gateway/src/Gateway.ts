@@ -25,7 +25,7 @@ import * as Egress from "./egress/index.ts"
 import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import { CompositeCatalog, HeldCalls, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as HostCheck from "./http/HostCheck.ts"
@@ -155,14 +155,18 @@ export const services: Layer.Layer<
     Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth)),
     // and its changes as `upstream` signals, so Studio shows the state live
     ChangeSignals.AnnounceUpstreamChanges
-  ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
-    // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
-    Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
-    Layer.updateService(SecretCache, Instrument.secretCache),
-    Layer.updateService(ConfigCache, Instrument.configCache)
-  )))),
+  ).pipe(Layer.provide(
+    CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+      // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
+      Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
+      Layer.updateService(SecretCache, Instrument.secretCache),
+      Layer.updateService(ConfigCache, Instrument.configCache)
+    )).pipe(
+      // 2026-07-28 clients' calls of 2025-era upstreams, held for the client's input and continued on any replica
+      Layer.provide(HeldCalls.layer)
+    )
+  )),
   ChangeSignals.AnnounceChanges,
-  SqlSessionStore.layer(),
   // notifications/cancelled for a call running on another replica
   SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
@@ -170,6 +174,8 @@ export const services: Layer.Layer<
   // open streams end with their credential (revoked or deleted on any replica, expired)
   CredentialLifetime.layer
 ).pipe(
+  // 2025-era sessions and held calls, in the database: shared by every replica
+  Layer.provideMerge(SqlSessionStore.layer()),
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
   // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
