@@ -48,7 +48,11 @@ const adversarialTexts = (bytes: number): Record<string, string> => ({
   private_key_headers: fill("-----BEGIN PRIVATE KEY-----", bytes),
   broken_jwts: fill("eyJ-", bytes),
   broken_slack: fill("xoxb-", bytes),
-  dashes: fill("-", bytes)
+  dashes: fill("-", bytes),
+  bearer_prose: fill("Bearer tokens ", bytes),
+  credential_keys: fill("password: \"api_key=x-api-key-", bytes),
+  unterminated_quotes: fill("password: \"password: \"", bytes),
+  janus_and_sk_prefixes: fill("jns_-sk-a-", bytes)
 })
 
 /** Nested arrays `depth` deep around one string. */

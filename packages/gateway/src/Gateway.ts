@@ -27,7 +27,7 @@ import * as Egress from "./egress/index.ts"
 import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
-import { CompositeCatalog, UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import { CompositeCatalog, HeldCalls, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as HostCheck from "./http/HostCheck.ts"
@@ -156,15 +156,21 @@ export const services: Layer.Layer<
     ChangeSignals.ListChangedFromHubAndUpstreams,
     // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
     // unscoped catalog along)
-    Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth))
-  ).pipe(Layer.provide(CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
-    // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
-    Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
-    Layer.updateService(SecretCache, Instrument.secretCache),
-    Layer.updateService(ConfigCache, Instrument.configCache)
-  )))),
+    Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth)),
+    // and its changes as `upstream` signals, so Studio shows the state live
+    ChangeSignals.AnnounceUpstreamChanges
+  ).pipe(Layer.provide(
+    CompositeCatalog.layerWithFederation(RestCatalog.layer.pipe(
+      // spans and cache metrics around resolve, secret and egress, without touching the hot-path code
+      Layer.updateService(Egress.DownstreamClient, Instrument.downstreamClient),
+      Layer.updateService(SecretCache, Instrument.secretCache),
+      Layer.updateService(ConfigCache, Instrument.configCache)
+    )).pipe(
+      // 2026-07-28 clients' calls of 2025-era upstreams, held for the client's input and continued on any replica
+      Layer.provide(HeldCalls.layer)
+    )
+  )),
   ChangeSignals.AnnounceChanges,
-  SqlSessionStore.layer(),
   // notifications/cancelled for a call running on another replica
   SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
@@ -174,6 +180,8 @@ export const services: Layer.Layer<
   // open streams end with their credential (revoked or deleted on any replica, expired)
   CredentialLifetime.layer
 ).pipe(
+  // 2025-era sessions and held calls, in the database: shared by every replica
+  Layer.provideMerge(SqlSessionStore.layer()),
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
   // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
@@ -236,9 +244,11 @@ export const layerOn = <S, SE, StE>(options: {
     // OTEL_PROPAGATORS and the exemplar filter, read by every request whether or not anything is exported
     Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing(), Otlp.layerReferences)),
     Layer.provideMerge(options.server),
-    Layer.provideMerge(Instrument.eventLogLayer),
-    // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning
-    Layer.provideMerge(options.storage.pipe(Layer.provideMerge(StdioAllowList.layer)))
+    // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
+    // the event log's writer reports its buffer and flushes as metrics
+    Layer.provideMerge(
+      options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
+    )
   )
 
 /** The gateway serving HTTP, given its configuration. */

@@ -5,57 +5,8 @@
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, Connections, EventLog } from "@janus/storage"
 import { Effect, Fiber, Layer, Redacted } from "effect"
-import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../src/testing.ts"
-
-interface SseEvent {
-  readonly id?: string
-  readonly event?: string
-  readonly data?: string
-}
-
-const baseUrl = HttpServer.addressFormattedWith((base) => Effect.succeed(base))
-
-/** Reads SSE events from `path` until `until` says stop (or 10 s pass). */
-const collect = (path: string, headers: Record<string, string>, until: (events: ReadonlyArray<SseEvent>) => boolean) =>
-  Effect.flatMap(baseUrl, (base) =>
-    Effect.promise(async () => {
-      const controller = new AbortController()
-      const timer = setTimeout(() => controller.abort(), 10_000)
-      const response = await fetch(new URL(path, base), { headers, signal: controller.signal })
-      const events: Array<SseEvent> = []
-      if (response.status !== 200) {
-        clearTimeout(timer)
-        return { status: response.status, headers: response.headers, body: await response.text(), events }
-      }
-      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-      let buffer = ""
-      try {
-        while (!until(events)) {
-          const { done, value } = await reader.read()
-          if (done) break
-          buffer += value
-          let end: number
-          while ((end = buffer.indexOf("\n\n")) !== -1) {
-            const block = buffer.slice(0, end)
-            buffer = buffer.slice(end + 2)
-            const event: Record<string, string> = {}
-            for (const line of block.split("\n")) {
-              const colon = line.indexOf(":")
-              if (colon <= 0) continue
-              event[line.slice(0, colon)] = line.slice(colon + 1).trimStart()
-            }
-            if (Object.keys(event).length > 0) events.push(event)
-          }
-        }
-      } catch {
-        // aborted by the timer: return what arrived
-      } finally {
-        clearTimeout(timer)
-        controller.abort()
-      }
-      return { status: response.status, headers: response.headers, body: "", events }
-    }))
+import { collect } from "./support/EventStream.ts"
 
 const Setup = Layer.effect(
   AdminTokens,
@@ -112,6 +63,27 @@ layer(Setup, { timeout: 60_000, excludeTestServices: true })("GET /api/v1/events
       )
       const ids = calls.map((e) => Number(e.id))
       assert.isTrue(ids.every((id, i) => id > Number(signal.id) && (i === 0 || id > ids[i - 1]!)))
+    }))
+
+  it.effect("signals `upstream` when an upstream MCP server's state changes, so Studio refetches it live", () =>
+    Effect.gen(function*() {
+      const admin = yield* (yield* AdminTokens).create({ name: "studio-3" })
+      const auth = { authorization: `Bearer ${Redacted.value(admin.plaintext)}` }
+      const watching = yield* Effect.forkChild(
+        collect("/api/v1/events?topics=upstream", auth, (events) => events.some((e) => e.event === "signal"))
+      )
+      yield* Effect.sleep("300 millis")
+      // nothing listens on port 1: the upstream goes from connecting to unhealthy on this replica
+      yield* (yield* Connections).create({
+        kind: "mcp",
+        name: "nowhere",
+        url: "http://127.0.0.1:1/mcp",
+        egressAllowList: ["127.0.0.1"]
+      })
+      const live = yield* Fiber.join(watching)
+      const signal = live.events.find((e) => e.event === "signal")
+      assert.isDefined(signal, "an upstream signal within 10 s")
+      assert.deepStrictEqual(JSON.parse(signal!.data!), { topic: "upstream", about: [] })
     }))
 
   it.effect("a malformed Last-Event-ID is a 400 that says what is expected", () =>

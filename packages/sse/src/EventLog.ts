@@ -13,6 +13,12 @@
  * most `limit` of them. The replay asks for `REPLAY_CAP + 1` rows to learn
  * whether the gap is larger than the cap.
  *
+ * A row on {@link GAP_TOPIC} is a gap marker: the writer lost events before
+ * it (its bounded buffer overflowed, or the database refused them), so no
+ * subscriber can have them. It is never delivered as data: publishing it
+ * queues one resync for every subscriber whatever its topics (`Hub`), and a
+ * replay across it is answered by one resync (`Replay`).
+ *
  * {@link layerMemory} is an in-memory log for tests and for a single process
  * without storage; it also provides {@link MemoryEventLog}, whose `append`
  * assigns ids the way `seq` does.
@@ -23,6 +29,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+
+/** The topic of a gap marker (see above); `@janus/storage`'s writer uses the same name. */
+export const GAP_TOPIC = "janus.gap"
 
 /** One committed row of the log. `data: null` makes it a change signal. */
 export interface LoggedEvent {

@@ -21,6 +21,9 @@
  * - "The writer thread always ends": writers live in a `FiberSet` owned by
  *   the hub's layer; a subscription's scope stops its writer, and closing the
  *   layer interrupts whatever is left ({@link Hub} `writers` counts them).
+ * - A published gap marker (`EventLog.GAP_TOPIC`: the writer lost events) is
+ *   not delivered as data: every subscriber, whatever its filter, gets one
+ *   resync instead.
  *
  * **Gotchas**
  *
@@ -42,7 +45,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { EventLog } from "./EventLog.ts"
+import { EventLog, GAP_TOPIC } from "./EventLog.ts"
 import type * as Filter from "./Filter.ts"
 import type * as Frame from "./Frame.ts"
 import { Handoff } from "./Handoff.ts"
@@ -152,6 +155,12 @@ export class Hub extends Context.Service<Hub, {
       }
 
       const publishUnsafe = (frame: Frame.Data): void => {
+        if (frame.topic === GAP_TOPIC) {
+          // events were lost before this point: every subscriber resyncs, whatever its topics
+          const now = clock.currentTimeMillisUnsafe()
+          for (const subscriber of routed) subscriber.resync(now)
+          return
+        }
         const set = byTopic.get(frame.topic)
         if (set === undefined && everyTopic.size === 0) return
         const now = clock.currentTimeMillisUnsafe()

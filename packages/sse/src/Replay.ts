@@ -26,6 +26,9 @@
  *   subscriber's filter rejects still advance the seam.
  * - A log that fails is not a stream error: the replay degrades to a resync
  *   (the client refetches) and the failure is logged.
+ * - A gap marker among the rows read (`EventLog.GAP_TOPIC`, whatever the
+ *   filter) means events were lost that no replay can give: `Gap`, answered
+ *   by one resync.
  * - Up to `REPLAY_CAP + 1` rows are held during one replay (transient, per
  *   reconnecting client); they are turned into frames batch by batch.
  *
@@ -33,7 +36,7 @@
  */
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import * as Effect from "effect/Effect"
-import type { EventLog, LoggedEvent } from "./EventLog.ts"
+import { type EventLog, GAP_TOPIC, type LoggedEvent } from "./EventLog.ts"
 import * as Frame from "./Frame.ts"
 import { REPLAY_CAP, WRITE_BATCH_BYTES, WRITE_BATCH_FRAMES } from "./Limits.ts"
 import type { SubscriberQueue } from "./SubscriberQueue.ts"
@@ -46,6 +49,8 @@ export type Outcome =
   | { readonly _tag: "TooFar" }
   /** The log could not be read: one resync instead. */
   | { readonly _tag: "Unavailable" }
+  /** Events were lost after the id (a gap marker was read): one resync instead. */
+  | { readonly _tag: "Gap" }
 
 /** Reads the events after `lastEventId` that `matches` accepts, or says why they cannot be replayed. */
 export const fetch = (
@@ -66,6 +71,7 @@ const fetchFromLog = (
   log.after(lastEventId, REPLAY_CAP + 1).pipe(
     Effect.map((rows): Outcome => {
       if (rows.length > REPLAY_CAP) return { _tag: "TooFar" }
+      if (rows.some((row) => row.topic === GAP_TOPIC)) return { _tag: "Gap" }
       const last = rows.at(-1)
       return {
         _tag: "Replay",

@@ -219,6 +219,21 @@ export class Subscriber {
     }
   }
 
+  /**
+   * Queues one resync (a control frame: always admitted, and not queued twice in a row): events were lost
+   * before they reached the hub (a gap marker). During a replay it waits in the hold buffer and follows the
+   * replay. Applies the blocked-write rule; never waits.
+   */
+  resync(now: number): void {
+    if (this.#state !== "running" && this.#state !== "idle") return
+    if (this.#isBlocked(now)) {
+      this.#drop("blocked", 0)
+      return
+    }
+    if (this.#queue.last?._tag !== "Resync") this.#queue.push(Frame.resync)
+    this.#notify()
+  }
+
   /** The heartbeat: runs the blocked-write check, and queues a heartbeat comment if nothing is queued. */
   tick(now: number): void {
     if (this.#state === "stopped" || this.#state === "idle") return

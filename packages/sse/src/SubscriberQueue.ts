@@ -74,6 +74,10 @@ export class SubscriberQueue {
   get first(): Frame.Frame | undefined {
     return this.#head?.frame
   }
+  /** The last queued frame, if any. */
+  get last(): Frame.Frame | undefined {
+    return this.#tail?.frame
+  }
 
   /**
    * Queues a data frame if it fits, or replaces a queued signal of the same

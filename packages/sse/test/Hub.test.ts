@@ -7,8 +7,18 @@ import { TestClock } from "effect/testing"
 import * as Filter from "../src/Filter.ts"
 import type * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
-import { MAX_QUEUED_BYTES, MAX_QUEUED_FRAMES } from "../src/Limits.ts"
-import { describe as d, dropped, ev, eventually, sig, subscribed, subscribersGauge, withHub } from "./helpers.ts"
+import {
+  ADR_MAX_BYTES,
+  ADR_MAX_FRAMES,
+  describe as d,
+  dropped,
+  ev,
+  eventually,
+  sig,
+  subscribed,
+  subscribersGauge,
+  withHub
+} from "./helpers.ts"
 
 /** An event whose size is exactly `size`. */
 const sized = (id: number, size: number) => {
@@ -56,15 +66,29 @@ describe("Hub", () => {
       assert.strictEqual(yield* dropped("coalesced"), 2)
     })))
 
+  it.effect("1,000 frames fit; the 1,001st overflows into one resync", () =>
+    withHub(Effect.gen(function*() {
+      const hub = yield* Hub.Hub
+      const fits = yield* Stream.toPull(hub.subscribe(Filter.topics(["t"])))
+      yield* Effect.sync(() => {
+        for (let i = 1; i <= ADR_MAX_FRAMES; i++) hub.publishUnsafe(ev(i))
+      })
+      const got: Array<string> = []
+      while (got.length < ADR_MAX_FRAMES && got.at(-1) !== "resync") got.push(...(yield* fits).map(d))
+      assert.strictEqual(got.length, ADR_MAX_FRAMES)
+      assert.strictEqual(got.at(-1), `e${ADR_MAX_FRAMES}`)
+      assert.strictEqual(yield* dropped("overflow"), 0)
+    })))
+
   it.effect("the 1,001st frame overflows into one resync", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
       const pull = yield* Stream.toPull(hub.subscribe(Filter.all))
       yield* Effect.sync(() => {
-        for (let i = 1; i <= MAX_QUEUED_FRAMES + 1; i++) hub.publishUnsafe(ev(i))
+        for (let i = 1; i <= ADR_MAX_FRAMES + 1; i++) hub.publishUnsafe(ev(i))
       })
       assert.deepStrictEqual((yield* pull).map(d), ["resync"])
-      assert.strictEqual(yield* dropped("overflow"), MAX_QUEUED_FRAMES + 1)
+      assert.strictEqual(yield* dropped("overflow"), ADR_MAX_FRAMES + 1)
       // The queue is usable again after the resync.
       yield* hub.publish(ev(2000))
       assert.deepStrictEqual((yield* pull).map(d), ["e2000"])
@@ -74,13 +98,13 @@ describe("Hub", () => {
   it.effect("exactly 1 MiB fits; the byte past 1 MiB overflows into one resync", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
-      const quarter = MAX_QUEUED_BYTES / 4
+      const quarter = ADR_MAX_BYTES / 4
       const fits = yield* Stream.toPull(hub.subscribe(Filter.topics(["t"])))
       yield* Effect.sync(() => {
         for (let i = 1; i <= 4; i++) hub.publishUnsafe(sized(i, quarter))
       })
       const got: Array<string> = []
-      while (got.length < 4) got.push(...(yield* fits).map(d))
+      while (got.length < 4 && got.at(-1) !== "resync") got.push(...(yield* fits).map(d))
       assert.deepStrictEqual(got, ["e1", "e2", "e3", "e4"])
       assert.strictEqual(yield* dropped("overflow"), 0)
 
@@ -100,7 +124,7 @@ describe("Hub", () => {
       yield* subscribed(hub, 1)
       let id = 0
       const burst = Effect.sync(() => {
-        for (let i = 0; i <= MAX_QUEUED_FRAMES; i++) hub.publishUnsafe(ev(++id))
+        for (let i = 0; i <= ADR_MAX_FRAMES; i++) hub.publishUnsafe(ev(++id))
       })
       yield* burst
       yield* idle(hub)
@@ -115,7 +139,7 @@ describe("Hub", () => {
 
       yield* Fiber.join(consumer) // the stream ended
       assert.deepStrictEqual(received, ["resync", "resync", "reconnect"])
-      assert.strictEqual(yield* dropped("overflow"), 3 * (MAX_QUEUED_FRAMES + 1))
+      assert.strictEqual(yield* dropped("overflow"), 3 * (ADR_MAX_FRAMES + 1))
       assert.strictEqual(yield* hub.subscribers, 0)
       assert.strictEqual(yield* subscribersGauge, 0)
       assert.strictEqual(yield* hub.writers, 0)
@@ -129,7 +153,7 @@ describe("Hub", () => {
       yield* subscribed(hub, 1)
       let id = 0
       const burst = Effect.sync(() => {
-        for (let i = 0; i <= MAX_QUEUED_FRAMES; i++) hub.publishUnsafe(ev(++id))
+        for (let i = 0; i <= ADR_MAX_FRAMES; i++) hub.publishUnsafe(ev(++id))
       })
       yield* burst
       yield* idle(hub)

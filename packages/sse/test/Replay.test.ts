@@ -4,22 +4,33 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Stream } from "effect"
-import type { NonEmptyReadonlyArray } from "effect/Array"
-import type * as Cause from "effect/Cause"
 import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
-import { MAX_QUEUED_FRAMES, REPLAY_CAP } from "../src/Limits.ts"
-import { describe as d, dropped, withHub } from "./helpers.ts"
+import {
+  ADR_MAX_BYTES,
+  ADR_MAX_FRAMES,
+  describe as d,
+  dropped,
+  ev,
+  type Pull,
+  REPLAY_CAP_EVENTS,
+  take,
+  withHub
+} from "./helpers.ts"
 
-type Pull = Effect.Effect<NonEmptyReadonlyArray<Frame.Frame>, Cause.Done>
+/** An event whose size is exactly `size`. */
+const sized = (id: number, size: number) => {
+  const base = ev(id, "t", "").size
+  return ev(id, "t", "x".repeat(size - base))
+}
 
-/** Pulls until `n` frames (heartbeats aside) have arrived. */
-const take = (pull: Pull, n: number) =>
+/** Pulls until `n` frames have arrived or a resync has: a bound set lower than the test expects fails fast. */
+const takeUntilResync = (pull: Pull, n: number) =>
   Effect.gen(function*() {
     const out: Array<string> = []
-    while (out.length < n) {
+    while (out.length < n && out.at(-1) !== "resync") {
       for (const frame of yield* pull) if (frame._tag !== "Heartbeat") out.push(d(frame))
     }
     return out
@@ -63,21 +74,21 @@ describe("replay", () => {
       assert.deepStrictEqual(yield* take(pull, 1), ["e22"])
     })))
 
-  it.effect("a gap of exactly REPLAY_CAP is replayed; one more gives a single resync", () =>
+  it.effect("a gap of exactly 10,000 events is replayed; one more gives a single resync", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
       const log = yield* EventLog.MemoryEventLog
-      for (let i = 1; i <= REPLAY_CAP + 1; i++) log.append({ topic: "a", about: [], data: i })
+      for (let i = 1; i <= REPLAY_CAP_EVENTS + 1; i++) log.append({ topic: "a", about: [], data: i })
 
       const atCap = yield* Stream.toPull(hub.subscribe(Filter.all, 1))
-      const all = yield* take(atCap, REPLAY_CAP)
+      const all = yield* take(atCap, REPLAY_CAP_EVENTS)
       assert.strictEqual(all[0], "e2")
-      assert.strictEqual(all.at(-1), `e${REPLAY_CAP + 1}`)
+      assert.strictEqual(all.at(-1), `e${REPLAY_CAP_EVENTS + 1}`)
 
       const pastCap = yield* Stream.toPull(hub.subscribe(Filter.all, 0))
       assert.deepStrictEqual(yield* take(pastCap, 1), ["resync"])
       commit(hub, log)
-      assert.deepStrictEqual(yield* take(pastCap, 1), [`e${REPLAY_CAP + 2}`])
+      assert.deepStrictEqual(yield* take(pastCap, 1), [`e${REPLAY_CAP_EVENTS + 2}`])
     })))
 
   it.effect("a Last-Event-ID that is not an event id gives a resync", () =>
@@ -120,7 +131,7 @@ describe("replay", () => {
         for (let i = 0; i < 1100; i++) commit(hub, log)
       })
       // The hold buffer shares the bound with the batch in flight: 997 fit, the 998th overflows.
-      const fitting = MAX_QUEUED_FRAMES - 3
+      const fitting = ADR_MAX_FRAMES - 3
       const overflowAt = 6 + fitting // id of the frame that did not fit
       assert.strictEqual(yield* dropped("replay"), fitting + 1)
       assert.strictEqual(yield* dropped("overflow"), 0)
@@ -135,6 +146,37 @@ describe("replay", () => {
       ])
       assert.strictEqual(yield* hub.subscribers, 1) // a hold overflow is not one of the three
     })))
+
+  it.effect("the hold buffer holds exactly 1 MiB; a byte more drops the held frames (reason=replay) for a resync", () =>
+    Effect.gen(function*() {
+      /** Holds four live frames of a quarter MiB (the last `extra` bytes larger) during a replay, then releases. */
+      const hold = (extra: number) =>
+        Effect.gen(function*() {
+          const { gate, layer } = yield* gatedHub(false)
+          return yield* withHub(
+            Effect.gen(function*() {
+              const hub = yield* Hub.Hub
+              const log = yield* EventLog.MemoryEventLog
+              for (let i = 1; i <= 2; i++) log.append({ topic: "t", about: [], data: i })
+              const pull = yield* Stream.toPull(hub.subscribe(Filter.all, 2))
+              for (let i = 0; i < 20; i++) yield* Effect.yieldNow // the writer is waiting on the log read
+              const quarter = ADR_MAX_BYTES / 4
+              yield* Effect.sync(() => {
+                for (let id = 3; id <= 5; id++) hub.publishUnsafe(sized(id, quarter))
+                hub.publishUnsafe(sized(6, quarter + extra))
+              })
+              const [held] = yield* hub.stats
+              assert.isTrue(held!.holding)
+              yield* Deferred.succeed(gate, undefined)
+              const frames = yield* takeUntilResync(pull, 4)
+              return { frames, replayDropped: yield* dropped("replay"), overflowDropped: yield* dropped("overflow") }
+            }),
+            layer
+          )
+        })
+      assert.deepStrictEqual(yield* hold(0), { frames: ["e3", "e4", "e5", "e6"], replayDropped: 0, overflowDropped: 0 })
+      assert.deepStrictEqual(yield* hold(1), { frames: ["resync"], replayDropped: 4, overflowDropped: 0 })
+    }))
 
   for (const snapshotFirst of [false, true]) {
     it.effect(

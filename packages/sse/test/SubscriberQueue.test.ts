@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Frame from "../src/Frame.ts"
-import { FRAME_OVERHEAD_BYTES, MAX_QUEUED_BYTES, MAX_QUEUED_FRAMES } from "../src/Limits.ts"
+import { FRAME_OVERHEAD_BYTES } from "../src/Limits.ts"
 import { SubscriberQueue } from "../src/SubscriberQueue.ts"
-import { describe as d, ev, sig } from "./helpers.ts"
+import { ADR_MAX_BYTES, ADR_MAX_FRAMES, describe as d, ev, sig } from "./helpers.ts"
 
 const drain = (queue: SubscriberQueue) => (queue.take(Infinity, Infinity) ?? []).map(d)
 
@@ -36,16 +36,16 @@ describe("SubscriberQueue", () => {
 
   it("holds 1,000 frames; the 1,001st does not fit", () => {
     const queue = new SubscriberQueue()
-    for (let i = 1; i <= MAX_QUEUED_FRAMES; i++) assert.strictEqual(queue.offer(ev(i)), "queued")
-    assert.strictEqual(queue.offer(ev(MAX_QUEUED_FRAMES + 1)), "full")
-    assert.strictEqual(queue.frames, MAX_QUEUED_FRAMES)
+    for (let i = 1; i <= ADR_MAX_FRAMES; i++) assert.strictEqual(queue.offer(ev(i)), "queued")
+    assert.strictEqual(queue.offer(ev(ADR_MAX_FRAMES + 1)), "full")
+    assert.strictEqual(queue.frames, ADR_MAX_FRAMES)
   })
 
   it("holds exactly 1 MiB; one byte more does not fit", () => {
-    const quarter = MAX_QUEUED_BYTES / 4
+    const quarter = ADR_MAX_BYTES / 4
     const full = new SubscriberQueue()
     for (let i = 1; i <= 4; i++) assert.strictEqual(full.offer(sized(i, quarter)), "queued")
-    assert.strictEqual(full.bytes, MAX_QUEUED_BYTES)
+    assert.strictEqual(full.bytes, ADR_MAX_BYTES)
 
     const over = new SubscriberQueue()
     for (let i = 1; i <= 3; i++) over.offer(sized(i, quarter))
@@ -55,7 +55,7 @@ describe("SubscriberQueue", () => {
 
   it("counts the batch in flight until its write completes", () => {
     const queue = new SubscriberQueue()
-    for (let i = 1; i <= MAX_QUEUED_FRAMES; i++) queue.offer(ev(i))
+    for (let i = 1; i <= ADR_MAX_FRAMES; i++) queue.offer(ev(i))
     const batch = queue.take(10, Infinity)!
     assert.strictEqual(batch.length, 10)
     assert.strictEqual(queue.inflightFrames, 10)

@@ -8,10 +8,9 @@ import { type Duration, Effect, Exit, Fiber, FiberSet, Scope, Stream } from "eff
 import { TestClock } from "effect/testing"
 import * as Filter from "../src/Filter.ts"
 import * as Hub from "../src/Hub.ts"
-import { MAX_QUEUED_FRAMES } from "../src/Limits.ts"
 import * as Metrics from "../src/Metrics.ts"
 import * as Subscriber from "../src/Subscriber.ts"
-import { describe as d, dropped, ev, eventually, subscribed, withHub } from "./helpers.ts"
+import { ADR_MAX_FRAMES, describe as d, dropped, ev, eventually, subscribed, withHub } from "./helpers.ts"
 
 /** Attaches a subscriber with `write` in a scope of its own; records how its writer ended. */
 const attach = (hub: Hub.Hub["Service"], write: Subscriber.Write, timeout?: Duration.Input) =>
@@ -34,7 +33,7 @@ describe("writer", () => {
       let id = 0
       for (let round = 0; round < 3; round++) {
         yield* Effect.sync(() => {
-          for (let i = 0; i <= MAX_QUEUED_FRAMES; i++) hub.publishUnsafe(ev(++id))
+          for (let i = 0; i <= ADR_MAX_FRAMES; i++) hub.publishUnsafe(ev(++id))
         })
         yield* eventually(() => subscriber.stats().queuedFrames === 0 || subscriber.state === "stopped")
       }

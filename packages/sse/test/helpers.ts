@@ -3,10 +3,24 @@
  * small frame builders.
  */
 import { Effect, Layer, Metric } from "effect"
+import type { NonEmptyReadonlyArray } from "effect/Array"
+import type * as Cause from "effect/Cause"
 import * as EventLog from "../src/EventLog.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
 import * as Metrics from "../src/Metrics.ts"
+
+/**
+ * The bounds of ADR-0197 ("Each subscriber's outbound queue holds at most
+ * 1,000 frames and 1 MiB ... The same bound applies to the replay hold
+ * buffer"), written here as numbers rather than read from `Limits.ts`: a test
+ * of a bound must fail when the constant it guards drifts from the ADR.
+ */
+export const ADR_MAX_FRAMES = 1_000
+export const ADR_MAX_BYTES = 1024 * 1024
+
+/** The replay cap (SPEC "Replay"): a gap of up to 10,000 events is replayed, a larger one gets one resync. */
+export const REPLAY_CAP_EVENTS = 10_000
 
 /** The hub over an in-memory log; the log's writer is exposed too. */
 export const HubLive = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemory))
@@ -64,4 +78,17 @@ export const subscribed = (hub: Hub.Hub["Service"], n: number) =>
       yield* Effect.yieldNow
     }
     return yield* Effect.die(new Error(`never reached ${n} subscribers`))
+  })
+
+/** What `Stream.toPull` of a subscription gives. */
+export type Pull = Effect.Effect<NonEmptyReadonlyArray<Frame.Frame>, Cause.Done>
+
+/** Pulls until `n` frames (heartbeats aside) have arrived; returns them described. */
+export const take = (pull: Pull, n: number) =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    while (out.length < n) {
+      for (const frame of yield* pull) if (frame._tag !== "Heartbeat") out.push(describe(frame))
+    }
+    return out
   })

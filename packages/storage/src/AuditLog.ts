@@ -6,16 +6,23 @@
  *
  * - `record` never waits for the database: it stamps `at` from the `Clock`
  *   (unless given), cleans the values so that no record can make a batch fail
- *   (NUL bytes dropped, numbers made finite, non-negative integers), and
+ *   (text made `Storable`: U+0000 and lone surrogates become U+FFFD; text cut
+ *   at 1,024 characters; numbers made finite, non-negative integers), and
  *   appends to an in-memory buffer. It never fails and never blocks.
  * - A fiber flushes the buffer every `flushInterval` (1 second), at once when
  *   `batchSize` (500) records are waiting, and once more when the scope
  *   closes. A flush writes batches of at most `batchSize` records, each with
  *   ONE multi-row INSERT (one statement, its own transaction).
- * - A batch that fails goes back to the front of the buffer, in order, and
- *   the fiber retries with exponential backoff (200 ms doubling up to
- *   `maxBackoff`, 30 s): an outage loses nothing as long as the buffer holds.
- *   A batch write is uninterruptible, so shutdown never cuts one in half.
+ * - A batch that fails because the database failed goes back to the front
+ *   of the buffer, in order, and the fiber retries with exponential backoff
+ *   (200 ms doubling up to `maxBackoff`, 30 s): an outage loses nothing as
+ *   long as the buffer holds. A batch write is uninterruptible, so shutdown
+ *   never cuts one in half.
+ * - No record can block a flush: should Postgres refuse a batch for its data
+ *   (see `internal/Refusals.ts`), the batch is written again in one
+ *   transaction finding the refused records by halves; those are dropped,
+ *   counted in `janus.audit.dropped` and reported in one log line, the
+ *   others are written.
  * - The buffer is bounded (`maxBuffered`, 100,000 records, plus at most one
  *   batch in flight). The call path must never block and memory must stay
  *   bounded, so when it is full the OLDEST record is dropped to make room
@@ -26,15 +33,23 @@
  *   logged the same way.
  * - `query` pages newest first with keyset pagination on `(at desc, id desc)`;
  *   the cursor carries `at` at microsecond precision, so no record is skipped
- *   or repeated between pages. `limit` is 1..1000.
+ *   or repeated between pages. `limit` is 1..1000. Text filters are compared
+ *   as `record` would have stored them, so a filter holding U+0000 finds the
+ *   records of the name the client sent (and never fails the query); `from`
+ *   and `to` are instants of the years 0001 to 9999 (`InvalidInput`
+ *   otherwise: Postgres' timestamps do not reach JavaScript's extremes).
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Metric, Queue, Schedule, Schema, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Queue, Schema, Semaphore } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { InvalidInput, StorageError } from "./Errors.ts"
+import * as DropReport from "./internal/DropReport.ts"
+import { describeRefusals, isolate, isRefusal } from "./internal/Refusals.ts"
+import { Ring } from "./internal/Ring.ts"
 import { storageError, toDate, toNumber } from "./internal/sql.ts"
+import { storableText } from "./Storable.ts"
 
 // -----------------------------------------------------------------------------
 // Schema
@@ -117,9 +132,10 @@ export interface AuditPage {
   readonly nextCursor: string | null
 }
 
-/** Records dropped because the buffer was full (or the final flush failed). */
+/** Records dropped because the buffer was full, Postgres refused them, or the final flush failed. */
 export const dropped = Metric.counter("janus.audit.dropped", {
-  description: "Audit records dropped because the in-memory buffer was full or the final flush at shutdown failed",
+  description: "Audit records dropped because the in-memory buffer was full, Postgres refused them, or the final " +
+    "flush at shutdown failed",
   incremental: true
 })
 
@@ -155,58 +171,6 @@ export class AuditLog extends Context.Service<AuditLog, {
 }
 
 // -----------------------------------------------------------------------------
-// Buffer
-// -----------------------------------------------------------------------------
-
-/** A fixed-capacity FIFO: pushing into a full one drops the oldest. */
-class Ring<A> {
-  readonly capacity: number
-  private readonly slots: Array<A | undefined>
-  private head = 0
-  size = 0
-  constructor(capacity: number) {
-    this.capacity = capacity
-    this.slots = new Array<A | undefined>(capacity)
-  }
-  /** Appends `item`; returns true when the oldest item was dropped to make room. */
-  push(item: A): boolean {
-    let droppedOne = false
-    if (this.size === this.capacity) {
-      this.slots[this.head] = undefined
-      this.head = (this.head + 1) % this.capacity
-      this.size--
-      droppedOne = true
-    }
-    this.slots[(this.head + this.size) % this.capacity] = item
-    this.size++
-    return droppedOne
-  }
-  /** Removes and returns up to `n` of the oldest items. */
-  take(n: number): Array<A> {
-    const count = Math.min(n, this.size)
-    const out = new Array<A>(count)
-    for (let i = 0; i < count; i++) {
-      out[i] = this.slots[this.head] as A
-      this.slots[this.head] = undefined
-      this.head = (this.head + 1) % this.capacity
-    }
-    this.size -= count
-    return out
-  }
-  /** Puts `items` (older than everything held) back in front; returns how many of the oldest did not fit. */
-  unshiftAll(items: ReadonlyArray<A>): number {
-    const room = this.capacity - this.size
-    const lost = Math.max(0, items.length - room)
-    for (let i = items.length - 1; i >= lost; i--) {
-      this.head = (this.head - 1 + this.capacity) % this.capacity
-      this.slots[this.head] = items[i]
-      this.size++
-    }
-    return lost
-  }
-}
-
-// -----------------------------------------------------------------------------
 // Rows
 // -----------------------------------------------------------------------------
 
@@ -228,11 +192,8 @@ interface InsertRow {
 const INT4_MAX = 2_147_483_647
 const outcomes: ReadonlySet<string> = new Set(AuditOutcome.literals)
 
-/** Postgres text cannot hold NUL; very long values are cut (they are names and ids, not bodies). */
-const text = (value: string): string => {
-  const cleaned = value.includes("\u0000") ? value.replaceAll("\u0000", "") : value
-  return cleaned.length > 1_024 ? cleaned.slice(0, 1_024) : cleaned
-}
+/** Text as stored: `Storable` (see the rules); very long values are cut (they are names and ids, not bodies). */
+const text = (value: string): string => storableText(value.length > 1_024 ? value.slice(0, 1_024) : value)
 const textOrNull = (value: string | null | undefined): string | null =>
   value === null || value === undefined ? null : text(String(value))
 const count = (value: number | undefined, max: number): number =>
@@ -299,6 +260,10 @@ const decodeCursor = (cursor: string): { readonly at: string; readonly id: numbe
   return { at, id: Number(id) }
 }
 
+/** The instants a query may name: years 0001 to 9999 (what ISO 8601 writes with four digits). */
+const MIN_INSTANT = new Date("0001-01-01T00:00:00Z").getTime()
+const MAX_INSTANT = new Date("9999-12-31T23:59:59.999Z").getTime()
+
 const invalid = (field: string, value: unknown, expected: string) =>
   new InvalidInput({ entity: "audit_query", field, value: String(value), expected })
 
@@ -319,31 +284,20 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   const wake = yield* Queue.sliding<void>(1)
   const writing = yield* Semaphore.make(1)
 
-  // --- dropped records: counted at once, reported at most once per interval ----
-  let unreported = 0
-  let lastWarnAt = Number.NEGATIVE_INFINITY
-  const report = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    if (unreported === 0 || now - lastWarnAt < warnEveryMs) return Effect.void
-    const n = unreported
-    unreported = 0
-    lastWarnAt = now
-    return Effect.logWarning(
+  const drops = DropReport.make({
+    metric: dropped,
+    warnEveryMs,
+    message: (n) =>
       `audit log: buffer full (${maxBuffered} records waiting for the database); dropped the ${n} oldest ` +
-        `(counted in janus.audit.dropped)`
-    )
+      `(counted in janus.audit.dropped)`
   })
-  const noteDropped = (n: number) =>
-    Effect.suspend(() => {
-      unreported += n
-      return Effect.andThen(Metric.update(dropped, n), report)
-    })
 
   // --- writer --------------------------------------------------------------------
   const push = (input: AuditInput, at: Date) =>
     Effect.suspend(() => {
       const droppedOne = buffer.push(toInsertRow(input, at))
       if (buffer.size >= earlyFlushAt) Queue.offerUnsafe(wake, undefined)
-      return droppedOne ? noteDropped(1) : Effect.void
+      return droppedOne ? drops.note(1) : Effect.void
     })
 
   const record = (input: AuditInput): Effect.Effect<void> =>
@@ -351,17 +305,39 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       ? push(input, input.at)
       : Effect.flatMap(Clock.currentTimeMillis, (now) => push(input, new Date(now)))
 
-  /** Takes one batch and writes it with one INSERT; on failure puts it back in front. Never interrupted midway. */
+  const insert = (rows: ReadonlyArray<InsertRow>) =>
+    Effect.as(sql`INSERT INTO audit_records ${sql.insert(rows as unknown as [Record<string, unknown>])}`, rows)
+
+  /** Writes `batch` in one transaction, leaving out (and reporting) the records Postgres refuses. */
+  const writeIsolating = (batch: ReadonlyArray<InsertRow>) =>
+    sql.withTransaction(isolate(sql, batch, insert)).pipe(
+      Effect.flatMap(({ refused }) =>
+        refused.length === 0 ? Effect.void : Effect.andThen(
+          Metric.update(dropped, refused.length),
+          Effect.logWarning(
+            `audit log: Postgres refused ${refused.length} of ${batch.length} records (${
+              describeRefusals(refused)
+            }); wrote the others, dropped those (counted in janus.audit.dropped)`
+          )
+        )
+      )
+    )
+
+  /**
+   * Takes one batch and writes it with one INSERT (by halves when Postgres refuses some record); when the
+   * database fails puts it back in front. Never interrupted midway.
+   */
   const writeBatch = (size: number) =>
     Effect.uninterruptible(Effect.suspend(() => {
       const batch = buffer.take(size)
       if (batch.length === 0) return Effect.void
-      return sql`INSERT INTO audit_records ${sql.insert(batch as unknown as [Record<string, unknown>])}`.pipe(
+      return insert(batch).pipe(
         Effect.asVoid,
+        Effect.catchIf(isRefusal, () => writeIsolating(batch)),
         Effect.tapCause(() =>
           Effect.suspend(() => {
             const lost = buffer.unshiftAll(batch)
-            return lost > 0 ? noteDropped(lost) : Effect.void
+            return lost > 0 ? drops.note(lost) : Effect.void
           })
         )
       )
@@ -380,28 +356,15 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
 
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
-    flush.pipe(
-      Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-      Effect.andThen(Effect.suspend(() => {
-        lastWarnAt = Number.NEGATIVE_INFINITY
-        return report
-      })),
-      Effect.catch((error) =>
-        Effect.suspend(() => {
-          const lost = buffer.take(buffer.size).length
-          const earlier = unreported
-          unreported = 0
-          return Effect.andThen(
-            Metric.update(dropped, lost),
-            Effect.logError(
-              `audit log: final flush failed; ${lost} buffered records lost` +
-                (earlier > 0 ? `, besides ${earlier} dropped earlier` : "") + " (counted in janus.audit.dropped)",
-              error
-            )
-          )
-        })
-      )
-    )
+    DropReport.finalFlush({
+      flush,
+      drops,
+      metric: dropped,
+      discardAll: () => buffer.take(buffer.size).length,
+      writer: "audit log",
+      noun: "records",
+      metricName: "janus.audit.dropped"
+    })
   )
 
   const backoff = (failures: number): Duration.Duration =>
@@ -412,7 +375,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     while (true) {
       if (failures === 0) yield* Effect.timeoutOption(Queue.take(wake), flushInterval)
       else yield* Effect.sleep(backoff(failures))
-      yield* report
+      yield* drops.report()
       const result = yield* Effect.result(flush)
       if (result._tag === "Failure") {
         failures++
@@ -439,16 +402,23 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       if (value !== undefined && !(value instanceof Date && !Number.isNaN(value.getTime()))) {
         return yield* invalid(field, value, "a valid date")
       }
+      if (value !== undefined && (value.getTime() < MIN_INSTANT || value.getTime() > MAX_INSTANT)) {
+        return yield* invalid(
+          field,
+          value.toISOString(),
+          "an instant from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
+        )
+      }
     }
     if (q.from !== undefined) clauses.push(sql`at >= ${q.from}`)
     if (q.to !== undefined) clauses.push(sql`at < ${q.to}`)
-    if (q.tool !== undefined) clauses.push(sql`tool = ${q.tool}`)
+    if (q.tool !== undefined) clauses.push(sql`tool = ${text(q.tool)}`)
     if (q.outcome !== undefined) {
       if (!outcomes.has(q.outcome)) return yield* invalid("outcome", q.outcome, AuditOutcome.literals.join(" | "))
       clauses.push(sql`outcome = ${q.outcome}`)
     }
-    if (q.identity !== undefined) clauses.push(sql`identity = ${q.identity}`)
-    if (q.connection !== undefined) clauses.push(sql`connection = ${q.connection}`)
+    if (q.identity !== undefined) clauses.push(sql`identity = ${text(q.identity)}`)
+    if (q.connection !== undefined) clauses.push(sql`connection = ${text(q.connection)}`)
     if (q.cursor !== undefined) {
       const after = decodeCursor(q.cursor)
       if (after === undefined) return yield* invalid("cursor", q.cursor, "a nextCursor returned by a previous page")

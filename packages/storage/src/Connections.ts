@@ -57,7 +57,7 @@ import {
   VersionConflict
 } from "./Errors.ts"
 import { duplicateName, json, storageError, toDate, toNumber } from "./internal/sql.ts"
-import { checkHttpUrl, checkVersion, decodeInput } from "./Validation.ts"
+import { checkEgressAllowList, checkHttpUrl, checkVersion, decodeInput } from "./Validation.ts"
 
 export type ConnectionWriteError = InvalidInput | InvalidUrl | DuplicateName | StorageError
 
@@ -131,6 +131,7 @@ export class Connections extends Context.Service<Connections, {
         if (input.auth.scheme === "oauth-client-credentials") {
           yield* checkHttpUrl("connection", "auth.tokenUrl", input.auth.tokenUrl)
         }
+        yield* checkEgressAllowList("connection", input.egressAllowList)
         return input
       })
 

@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
+import { ALLOW_LIST_FORMS } from "./EgressAllowList.ts"
 
 const succeed = Effect.succeed
 
@@ -96,9 +97,12 @@ export class BreakerPolicy extends Schema.Class<BreakerPolicy>("@janus/storage/B
 }) {}
 export const defaultBreakerPolicy = new BreakerPolicy({ consecutiveFailures: 5, openMs: 30_000 })
 
-/** Hosts, host suffixes (`.example.com`) or CIDRs a connection may reach; `null` = the global egress policy. */
+/**
+ * Addresses, CIDRs, hosts or host suffixes (`.example.com`), each with an optional port, a connection may
+ * reach; `null` = the global egress policy. The grammar is checked by `Validation.checkEgressAllowList`.
+ */
 const EgressAllowList = Schema.NullOr(
-  Schema.Array(Schema.String.check(Schema.isPattern(/^[^\s]{1,253}$/, expected("a host, .suffix or CIDR"))))
+  Schema.Array(Schema.String.check(Schema.isPattern(/^[^\s]{1,253}$/, expected(ALLOW_LIST_FORMS))))
 )
 
 /**

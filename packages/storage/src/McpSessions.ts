@@ -39,6 +39,11 @@
  *   pooled connection. When it is (re)established every watcher is woken,
  *   since notifications sent meanwhile are lost; followers should still
  *   re-read periodically as a backstop.
+ * - What the client sent (`clientInfo`, capabilities) and the owner's id are
+ *   stored as `Storable` makes them: U+0000 and lone surrogates become
+ *   U+FFFD, so no client can make `create` fail (an owner id holding one no
+ *   longer equals the caller's id, so such a caller's session is not found:
+ *   a refusal, never a failure of the store).
  * - `get` hides a session whose `expiresAt` has passed, even before
  *   `deleteExpired` removes it.
  * - `get` answers from an in-process cache of session records (at most
@@ -59,8 +64,9 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import type { StorageError } from "./Errors.ts"
-import { json, storageError, toDate, toNumber } from "./internal/sql.ts"
+import { storageError, toDate, toNumber } from "./internal/sql.ts"
 import { Notifications } from "./Notifications.ts"
+import { storableJsonText, storableText } from "./Storable.ts"
 
 export const channel = "janus_mcp"
 /** Expired sessions deleted per statement by `deleteExpired`. */
@@ -336,9 +342,9 @@ const make = Effect.gen(function*() {
       yield* sql`
         INSERT INTO mcp_sessions (id, owner_id, protocol_version, client_info, capabilities,
           created_at, last_seen_at, expires_at, log_level)
-        VALUES (${session.id}, ${session.ownerId}, ${session.protocolVersion},
-          ${session.clientInfo === null ? null : json(session.clientInfo)}::jsonb,
-          ${json(session.clientCapabilities)}::jsonb, ${session.createdAt}::timestamptz,
+        VALUES (${session.id}, ${storableText(session.ownerId)}, ${storableText(session.protocolVersion)},
+          ${session.clientInfo === null ? null : storableJsonText(session.clientInfo) ?? null}::jsonb,
+          ${storableJsonText(session.clientCapabilities) ?? "{}"}::jsonb, ${session.createdAt}::timestamptz,
           ${session.lastSeenAt}::timestamptz, ${session.expiresAt}::timestamptz, ${session.logLevel ?? null})`
       return replaced.length > 0
     })).pipe(

@@ -5,8 +5,18 @@
  *
  * - Inputs are decoded with their Schema first; a failure becomes one
  *   `InvalidInput` naming the field path and what was expected.
+ * - Unknown fields are refused, at any depth: the error names the field's
+ *   path, the closest known name (`closestName`: edit distance, case
+ *   ignored) and every known name there. A misspelled `allowedtools` or
+ *   `egressAllowlist` must not silently widen what a write allows.
+ * - Text Postgres cannot store (U+0000, unpaired surrogates: see
+ *   `Storable`) is refused in any string or member name, with the field, its
+ *   value JSON-escaped and what is expected: configuration is never altered
+ *   to fit, and the database never sees it.
  * - URLs are absolute `http:` or `https:` URLs, without credentials in them
  *   (credentials belong in a secret).
+ * - Egress allow-list entries follow `EgressAllowList.ts` (addresses, CIDRs,
+ *   host names, suffixes, each with an optional port); nothing else is stored.
  * - Tool names match `^[A-Za-z0-9_./-]{1,64}$`.
  * - A path template starts with `/`; each `{param}` in it is declared in the
  *   argument map as `"path"`, and each `"path"` argument appears in it.
@@ -18,9 +28,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema, SchemaIssue } from "effect"
+import { Effect, Schema, SchemaAST, SchemaIssue } from "effect"
 import { type JsonSchemaObject, ToolNamePattern } from "./Domain.ts"
+import { ALLOW_LIST_FORMS, parseAllowListEntry } from "./EgressAllowList.ts"
 import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, UndeclaredPathParam } from "./Errors.ts"
+import { isStorableText } from "./Storable.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -43,17 +55,110 @@ export const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): st
   return json.length > 100 ? `${json.slice(0, 97)}...` : json
 }
 
+/** Damerau-free Levenshtein distance, case ignored (names differ in case more than in anything else). */
+const distance = (a: string, b: string): number => {
+  const x = a.toLowerCase()
+  const y = b.toLowerCase()
+  let previous = Array.from({ length: y.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= x.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= y.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[y.length]!
+}
+
+/** The known name closest to `name` (the first of equals), or undefined when there is none. */
+export const closestName = (name: string, known: ReadonlyArray<string>): string | undefined => {
+  let best: string | undefined
+  let bestDistance = Number.POSITIVE_INFINITY
+  for (const candidate of known) {
+    const d = distance(name, candidate)
+    if (d < bestDistance) {
+      best = candidate
+      bestDistance = d
+    }
+  }
+  return best
+}
+
+/** What to expect instead of the unknown field `name`, given the `known` names at its place. */
+export const unknownFieldExpected = (name: string, known: ReadonlyArray<string>): string => {
+  const closest = closestName(name, known)
+  return known.length === 0
+    ? `no field here: ${JSON.stringify(name)} is unknown`
+    : `one of the known fields (${known.join(", ")}): ${JSON.stringify(name)} is unknown` +
+      (closest === undefined ? "" : `; did you mean ${JSON.stringify(closest)}?`)
+}
+
+/** The first unknown field a decode with `onExcessProperty: "error"` met: its path and the known names there. */
+export const unknownField = (
+  issue: SchemaIssue.Issue
+): { readonly path: ReadonlyArray<PropertyKey>; readonly expected: string } | undefined => {
+  const find = (
+    node: SchemaIssue.Issue,
+    path: ReadonlyArray<PropertyKey>
+  ): { readonly path: ReadonlyArray<PropertyKey>; readonly expected: string } | undefined => {
+    if (node._tag === "UnexpectedKey") {
+      const known = SchemaAST.isObjects(node.ast) ? node.ast.propertySignatures.map((p) => String(p.name)) : []
+      return { path, expected: unknownFieldExpected(String(path.at(-1) ?? ""), known) }
+    }
+    if (node._tag === "Pointer") return find(node.issue, [...path, ...node.path])
+    if ("issues" in node) {
+      for (const child of node.issues) {
+        const found = find(child, path)
+        if (found !== undefined) return found
+      }
+      return undefined
+    }
+    return "issue" in node && node.issue !== undefined ? find(node.issue as SchemaIssue.Issue, path) : undefined
+  }
+  return find(issue, [])
+}
+
+const UNSTORABLE = "text without U+0000 (NUL) or unpaired surrogates, which Postgres cannot store"
+
+/** The path of the first string or member name in `input` that Postgres cannot store (depth-limited). */
+const unstorablePath = (input: unknown): ReadonlyArray<string> | undefined => {
+  const walk = (value: unknown, path: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+    if (typeof value === "string") return isStorableText(value) ? undefined : path
+    if (path.length > 64 || value === null || typeof value !== "object") return undefined
+    for (const [key, item] of Object.entries(value)) {
+      if (!isStorableText(key)) return [...path, key]
+      const found = walk(item, [...path, key])
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  return walk(input, [])
+}
+
 /**
  * Decodes `input` with `schema`, failing with `InvalidInput` for the first
- * issue: the field, the value given there and what was expected. Inputs
+ * issue: the field, the value given there and what was expected. Unknown
+ * fields and text Postgres cannot store are refused (see the rules). Inputs
  * reference credentials by secret name, but a value pasted into such a field
  * by mistake may be the credential itself: fields named like one
  * (`sensitiveField`) are never echoed.
  */
 export const decodeInput = <A>(entity: string, schema: Schema.Decoder<A>) => {
-  const decode = Schema.decodeUnknownEffect(schema, { errors: "first" })
-  return (input: unknown): Effect.Effect<A, InvalidInput> =>
-    Effect.mapError(decode(input), (error) => {
+  const decode = Schema.decodeUnknownEffect(schema, { errors: "first", onExcessProperty: "error" })
+  return (input: unknown): Effect.Effect<A, InvalidInput> => {
+    const unstorable = unstorablePath(input)
+    if (unstorable !== undefined) {
+      const field = unstorable.map((key) => isStorableText(key) ? key : JSON.stringify(key).slice(1, -1)).join(".")
+      const last = unstorable.at(-1)!
+      // a member name that cannot be stored is shown itself; a value as usual
+      const value = isStorableText(last) ? shownValue(input, unstorable) : JSON.stringify(last)
+      return Effect.fail(new InvalidInput({ entity, field, value, expected: UNSTORABLE }))
+    }
+    return Effect.mapError(decode(input), (error) => {
+      const unknown = unknownField(error.issue)
+      if (unknown !== undefined) {
+        return new InvalidInput({ entity, field: unknown.path.map(String).join("."), expected: unknown.expected })
+      }
       const [issue] = formatIssues(error.issue).issues
       const path = (issue?.path ?? []).map((segment) => typeof segment === "object" ? segment.key : segment)
       const field = path.length === 0 ? "(input)" : path.map(String).join(".")
@@ -61,6 +166,7 @@ export const decodeInput = <A>(entity: string, schema: Schema.Decoder<A>) => {
       const expected = (issue?.message ?? error.message).replace(/^Expected /, "")
       return new InvalidInput({ entity, field, value: shownValue(input, path), expected })
     })
+  }
 }
 
 /** An absolute http(s) URL without userinfo. */
@@ -73,6 +179,32 @@ export const checkHttpUrl = (entity: string, field: string, value: string): Effe
   if (url.username !== "" || url.password !== "") return fail("credentials go in a secret, not in the URL")
   if (url.hostname === "") return fail("no host")
   return Effect.succeed(value)
+}
+
+/**
+ * Every entry of an egress allow-list parses (`EgressAllowList.ts`): the
+ * first that does not is an `InvalidInput` naming its index, its value, what
+ * is wrong and the accepted forms.
+ */
+export const checkEgressAllowList = (
+  entity: string,
+  entries: ReadonlyArray<string> | null
+): Effect.Effect<void, InvalidInput> => {
+  if (entries === null) return Effect.void
+  for (const [index, raw] of entries.entries()) {
+    const parsed = parseAllowListEntry(raw)
+    if ("error" in parsed) {
+      return Effect.fail(
+        new InvalidInput({
+          entity,
+          field: `egressAllowList.${index}`,
+          value: JSON.stringify(raw),
+          expected: `${parsed.problem}; expected ${ALLOW_LIST_FORMS}`
+        })
+      )
+    }
+  }
+  return Effect.void
 }
 
 /** The `version` an update expects: a positive integer, as read. */

@@ -11,7 +11,8 @@
  *   `ChangeFeed` signals (LISTEN/NOTIFY across instances).
  * - `AuditLog` (batched audit records and the admin query), `McpSessions`
  *   (2025-era MCP sessions and resumable streams shared across replicas).
- * - `EventLog` (the ordered `broker_event` log), `StorageHealth` (readiness),
+ * - `EventLog` (the ordered `broker_event` log), `Storable` (what Postgres
+ *   can store, for every writer), `StorageHealth` (readiness),
  *   `Migrations`, `MasterKey`, `SecretBox` (AES-256-GCM and tokens).
  *
  * @since 0.1.0
@@ -68,9 +69,19 @@ export {
 export { ChangeFeed, type Invalidator } from "./ChangeFeed.ts"
 export { ConfigCache, type ConfigSnapshot } from "./ConfigCache.ts"
 export * as SecretBox from "./Crypto.ts"
-export { type AppendEvent, EventLog } from "./EventLog.ts"
+export * as EgressAllowList from "./EgressAllowList.ts"
+export {
+  type AppendEvent,
+  dropped as eventLogDropped,
+  EventLog,
+  EventLogObserver,
+  type EventLogObserverShape,
+  type EventLogOptions,
+  GAP_TOPIC
+} from "./EventLog.ts"
 export { MasterKey } from "./MasterKey.ts"
 export { SecretCache } from "./SecretCache.ts"
+export * as Storable from "./Storable.ts"
 export { StorageHealth } from "./StorageHealth.ts"
 export { TokenCache } from "./TokenCache.ts"
 export * as Validation from "./Validation.ts"

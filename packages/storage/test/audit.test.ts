@@ -7,17 +7,12 @@ import { Context, Effect, Layer, Logger, Metric } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { TestClock } from "effect/testing"
 import { auditDropped, type AuditInput, AuditLog, type AuditLogOptions, type AuditRecord } from "../src/index.ts"
-import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { eventually, expectFailure, unique } from "./helpers.ts"
+import { requirePostgres } from "../src/testing.ts"
+import { backends, captureLogs, eventually, expectFailure, tableAway as tableAwayOf, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
 type Services = SqlClient.SqlClient | AuditLog
-
-const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services, unknown>; run: boolean }> = [
-  { name: "pglite (memory)", layer: () => layerMemory(), run: true },
-  { name: "postgres", layer: () => layerPostgres(), run: postgres }
-]
 
 /** A fresh audit log (its own buffer and flusher) on the suite's database, for the current scope. */
 const freshLog = (options: AuditLogOptions, loggers: Layer.Layer<never> = Layer.empty) =>
@@ -48,22 +43,15 @@ const batches = (identity: string) =>
 
 const stored = (identity: string) => Effect.map(batches(identity), (groups) => groups.reduce((a, b) => a + b, 0))
 
-/** Makes `audit_records` unwritable (renamed away) for the duration of `effect`. */
-const tableAway = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* Effect.acquireRelease(
-    sql`ALTER TABLE audit_records RENAME TO audit_records_away`,
-    () => Effect.orDie(sql`ALTER TABLE IF EXISTS audit_records_away RENAME TO audit_records`)
-  )
-  return Effect.orDie(sql`ALTER TABLE audit_records_away RENAME TO audit_records`)
-}).pipe(Effect.orDie)
+/** Makes `audit_records` unwritable (renamed away) until the returned effect restores it. */
+const tableAway = tableAwayOf("audit_records")
 
 const droppedCount = Effect.map(Metric.value(auditDropped), (state) => Number(state.count))
 
 /** Wall-clock wait, also under the TestClock. */
 const liveSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
-for (const backend of backends) {
+for (const backend of backends<Services>(postgres)) {
   describe.skipIf(!backend.run)(`audit log: ${backend.name}`, () => {
     layer(backend.layer(), { excludeTestServices: true, timeout: "60 seconds" })((it) => {
       it.effect("record only buffers; a flush writes the batch with ONE insert", () =>
@@ -155,12 +143,7 @@ for (const backend of backends) {
 
       it.effect("the buffer is bounded: the oldest are dropped, counted, and warned about once per interval", () =>
         Effect.scoped(Effect.gen(function*() {
-          const warnings: Array<string> = []
-          const capture = Logger.layer([
-            Logger.make(({ logLevel, message }) => {
-              if (logLevel === "Warn") warnings.push(String(Array.isArray(message) ? message[0] : message))
-            })
-          ])
+          const { lines: warnings, logger: capture } = captureLogs()
           // The flusher (triggered when 10 wait) may drop some too: its logs are captured as well.
           const log = yield* freshLog({ flushInterval: "1 hour", maxBuffered: 10, warnInterval: "1 hour" }, capture)
           const who = unique("bound")
@@ -198,7 +181,8 @@ for (const backend of backends) {
           yield* log.flush
           const page = yield* log.query({ identity: who, limit: 10 })
           assert.strictEqual(page.items.length, 2)
-          const odd = page.items.find((r) => r.tool === "nultool")!
+          // U+0000 is replaced, not removed: "nul\u0000tool" must not read as a tool of another name
+          const odd = page.items.find((r) => r.tool === "nul\ufffdtool")!
           assert.strictEqual(odd.durationMs, 0)
           assert.strictEqual(odd.bytesIn, 0)
           assert.strictEqual(odd.bytesOut, 2)
@@ -206,6 +190,79 @@ for (const backend of backends) {
           assert.strictEqual(odd.status, 2_147_483_647)
           assert.strictEqual(odd.outcome, "error")
         })))
+
+      it.effect("a record Postgres refuses is dropped alone, counted and reported; the others are written", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const { lines: warnings, logger: capture } = captureLogs()
+          const sql = yield* SqlClient.SqlClient
+          yield* Effect.acquireRelease(
+            Effect.orDie(sql`ALTER TABLE audit_records ADD CONSTRAINT no_poison CHECK (tool <> 'poison') NOT VALID`),
+            () => Effect.orDie(sql`ALTER TABLE audit_records DROP CONSTRAINT IF EXISTS no_poison`)
+          )
+          const log = yield* freshLog({ flushInterval: "1 hour" }, capture)
+          const who = unique("refused")
+          const before = yield* droppedCount
+          for (let i = 0; i < 30; i++) {
+            yield* log.record(entry(who, { durationMs: i, tool: i % 10 === 3 ? "poison" : "t" }))
+          }
+          yield* log.flush.pipe(Effect.provide(capture))
+          const rows = yield* sql<{ d: number }>`SELECT duration_ms AS d FROM audit_records WHERE identity = ${who}
+            ORDER BY id`
+          assert.deepStrictEqual(
+            rows.map((r) => r.d),
+            Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 10 !== 3),
+            "all the others, in order"
+          )
+          assert.strictEqual((yield* droppedCount) - before, 3)
+          const reports = warnings.filter((w) => w.includes("refused"))
+          assert.strictEqual(reports.length, 1, warnings.join("\n"))
+          assert.include(reports[0]!, "Postgres refused 3 of 30 records")
+          assert.include(reports[0]!, "SQLSTATE 23514")
+          assert.strictEqual(yield* log.buffered, 0)
+        })))
+
+      it.effect(
+        "query: text filters holding U+0000 or lone surrogates find what was stored; dates Postgres " +
+          "cannot hold are an InvalidInput",
+        () =>
+          Effect.scoped(Effect.gen(function*() {
+            const log = yield* freshLog({ flushInterval: "1 hour" })
+            const who = unique("nulq")
+            yield* log.record(entry(`${who}\u0000`, { tool: "x\u0000", connection: "c\ud800" }))
+            yield* log.flush
+            for (
+              const filter of [
+                { identity: `${who}\u0000` },
+                { identity: `${who}\ufffd`, tool: "x\u0000" },
+                { identity: `${who}\ufffd`, connection: "c\udfff" }
+              ]
+            ) {
+              const page = yield* log.query({ ...filter, limit: 10 })
+              assert.deepStrictEqual(page.items.map((r) => [r.identity, r.tool, r.connection]), [
+                [`${who}\ufffd`, "x\ufffd", "c\ufffd"]
+              ], JSON.stringify(filter))
+            }
+            assert.deepStrictEqual((yield* log.query({ tool: "a\u0000b", limit: 10 })).items, [])
+            for (
+              const [field, at] of [
+                ["from", new Date("-271821-04-20T00:00:00Z")],
+                ["to", new Date("+275760-09-13T00:00:00Z")],
+                ["from", new Date("0000-12-31T23:59:59.999Z")],
+                ["to", new Date("+010000-01-01T00:00:00Z")]
+              ] as const
+            ) {
+              const error = yield* expectFailure(log.query({ [field]: at, limit: 5 }), "InvalidInput")
+              assert.strictEqual(error.field, field)
+              assert.include(error.message, "0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z")
+            }
+            // the extremes of the range are fine
+            yield* log.query({
+              from: new Date("0001-01-01T00:00:00Z"),
+              to: new Date("9999-12-31T23:59:59.999Z"),
+              limit: 5
+            })
+          }))
+      )
 
       it.effect("query: filters, keyset pagination on (at desc, id desc), exact across microseconds", () =>
         Effect.scoped(Effect.gen(function*() {

@@ -1,7 +1,53 @@
 import { assert } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, type Layer, Logger } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import type { McpSessionRecord } from "../src/index.ts"
+import { layerMemory, layerPostgres } from "../src/testing.ts"
+
+/** The two backends every storage suite runs on: PGlite in memory, and real Postgres when `postgres`. */
+export const backends = <S>(
+  postgres: boolean
+): ReadonlyArray<{ readonly name: string; readonly layer: () => Layer.Layer<S, unknown>; readonly run: boolean }> => [
+  { name: "pglite (memory)", layer: () => layerMemory() as unknown as Layer.Layer<S, unknown>, run: true },
+  { name: "postgres", layer: () => layerPostgres() as unknown as Layer.Layer<S, unknown>, run: postgres }
+]
+
+/** The rows of `table`. */
+export const count = (table: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ n: number | bigint }>`SELECT count(*) AS n FROM ${sql(table)}`
+    return Number(rows[0]!.n)
+  }).pipe(Effect.orDie)
+
+/** Warnings and errors logged, one line each (message parts joined; an Error as its stack). */
+export const captureLogs = () => {
+  const lines: Array<string> = []
+  const logger = Logger.layer([
+    Logger.make(({ logLevel, message }) => {
+      if (logLevel !== "Warn" && logLevel !== "Error") return
+      const parts = Array.isArray(message) ? message : [message]
+      lines.push(`${logLevel} ${parts.map((part) => part instanceof Error ? `${part.stack}` : String(part)).join(" ")}`)
+    })
+  ])
+  return { lines, logger }
+}
+
+/**
+ * Makes `table` unwritable (renamed away) until the returned effect runs, or
+ * at the latest when the scope closes.
+ */
+export const tableAway = (table: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const away = `${table}_away`
+    yield* Effect.acquireRelease(
+      sql`ALTER TABLE ${sql(table)} RENAME TO ${sql(away)}`,
+      () => Effect.orDie(sql`ALTER TABLE IF EXISTS ${sql(away)} RENAME TO ${sql(table)}`)
+    )
+    return Effect.orDie(sql`ALTER TABLE ${sql(away)} RENAME TO ${sql(table)}`)
+  }).pipe(Effect.orDie)
 
 /** A name no other test uses. */
 export const unique = (prefix: string): string => `${prefix}-${randomBytes(4).toString("hex")}`

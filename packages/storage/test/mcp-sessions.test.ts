@@ -66,6 +66,24 @@ for (const backend of backends) {
           assert.isTrue(Option.isNone(yield* sessions.get(id, new Date(now))))
         }))
 
+      it.effect("a clientInfo and capabilities holding U+0000 and lone surrogates are stored as U+FFFD", () =>
+        Effect.gen(function*() {
+          const sessions = yield* McpSessions
+          const id = unique("nul")
+          const now = Date.now()
+          yield* sessions.create(session(id, now, {
+            clientInfo: { name: "client\u0000", version: "1\ud800", ["k\u0000"]: ["\udfff", "ok \ud83d\ude00"] },
+            clientCapabilities: { ["x\u0000"]: { "\ud800": "\u0000" } }
+          }))
+          const stored = Option.getOrThrow(yield* sessions.get(id, new Date(now)))
+          assert.deepStrictEqual(stored.clientInfo, {
+            name: "client\ufffd",
+            version: "1\ufffd",
+            ["k\ufffd"]: ["\ufffd", "ok \ud83d\ude00"]
+          })
+          assert.deepStrictEqual(stored.clientCapabilities, { ["x\ufffd"]: { "\ufffd": "\ufffd" } })
+        }))
+
       it.effect("cache: get serves a session from memory; this instance's setLogLevel, touch and delete reach it", () =>
         Effect.gen(function*() {
           const sessions = yield* McpSessions

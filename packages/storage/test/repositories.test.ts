@@ -25,7 +25,7 @@ import {
   VirtualServers
 } from "../src/index.ts"
 import { layerMemory, layerPostgres, requirePostgres } from "../src/testing.ts"
-import { endpointInput, expectFailure, restInput, unique } from "./helpers.ts"
+import { count, endpointInput, expectFailure, restInput, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
@@ -35,13 +35,6 @@ const backends: ReadonlyArray<{ name: string; layer: () => Layer.Layer<Services,
   { name: "pglite (memory)", layer: () => layerMemory(), run: true },
   { name: "postgres", layer: () => layerPostgres(), run: postgres }
 ]
-
-const count = (table: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ n: number | bigint }>`SELECT count(*) AS n FROM ${sql(table)}`
-    return Number(rows[0]!.n)
-  }).pipe(Effect.orDie)
 
 for (const backend of backends) {
   describe.skipIf(!backend.run)(backend.name, () => {
@@ -79,13 +72,22 @@ for (const backend of backends) {
           const connections = yield* Connections
           const name = unique("api")
           const rest = yield* connections.create(
-            restInput(name, { auth: { scheme: "bearer", secret: "api-key" }, egressAllowList: ["api.example.com"] })
+            restInput(name, {
+              auth: { scheme: "bearer", secret: "api-key" },
+              egressAllowList: ["api.example.com", "127.0.0.1:9103", "[fd00::/8]:443", ".svc.local:80"]
+            })
           )
           assert.strictEqual(rest.kind, "rest")
           assert.strictEqual(rest.version, 1)
           assert.deepStrictEqual(rest.auth, { scheme: "bearer", secret: "api-key" })
           assert.strictEqual(rest.timeoutMs, 30_000)
-          assert.deepStrictEqual(rest.egressAllowList, ["api.example.com"])
+          // kept as written, ports included
+          assert.deepStrictEqual(rest.egressAllowList, [
+            "api.example.com",
+            "127.0.0.1:9103",
+            "[fd00::/8]:443",
+            ".svc.local:80"
+          ])
           if (rest.kind === "rest") assert.strictEqual(rest.retry.maxAttempts, 3)
 
           const mcp = yield* connections.create({
@@ -290,6 +292,18 @@ for (const backend of backends) {
             connections.create({ kind: "mcp", name: unique("up"), url: "ws://mcp.example.com" }),
             "InvalidUrl"
           )
+
+          // an egress allow-list entry that is not an address, CIDR, host or suffix (with an optional port)
+          for (const [entry, problem] of [["http://127.0.0.1:9103", "a URL"], ["127.0.0.1:0", "port"], ["*", ""]]) {
+            const egress = yield* expectFailure(
+              connections.create(restInput(unique("api"), { egressAllowList: ["10.0.0.0/8", entry!] })),
+              "InvalidInput"
+            )
+            assert.strictEqual(egress.field, "egressAllowList.1")
+            assert.include(egress.message, JSON.stringify(entry))
+            assert.include(egress.message, problem!)
+            assert.include(egress.message, "billing.internal:8443", "the accepted forms are named")
+          }
 
           const badName = yield* expectFailure(connections.create(restInput("has space")), "InvalidInput")
           assert.strictEqual(badName.field, "name")

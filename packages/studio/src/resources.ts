@@ -12,7 +12,7 @@
  *   the live views (overview, audit tail) directly, with no request.
  */
 
-/** The change-signal topics the gateway announces (storage's `ChangeKind`, plus `tools`). */
+/** The change-signal topics the gateway announces (storage's `ChangeKind`, plus `tools` and `upstream`). */
 export const topicResources: Readonly<Record<string, ReadonlyArray<string>>> = {
   connection: ["connections", "tools", "breakers", "upstreams"],
   endpoint: ["endpoints", "tools"],
@@ -20,7 +20,9 @@ export const topicResources: Readonly<Record<string, ReadonlyArray<string>>> = {
   client_token: ["client-tokens"],
   admin_token: ["admin-tokens"],
   secret: ["secrets"],
-  tools: ["tools"]
+  tools: ["tools"],
+  // an upstream MCP server's state changed on some replica (health, channel, pid)
+  upstream: ["upstreams"]
 }
 
 export type LiveFrame =

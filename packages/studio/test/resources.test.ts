@@ -21,6 +21,12 @@ describe("staleKeys (the live-update reducer)", () => {
     expect(staleKeys({ _tag: "signal", topic: "client_token", about: ["t1"] }, screen)).toEqual(["client-tokens"])
   })
 
+  it("refetches the upstreams' state when one changed on some replica, and nothing else", () => {
+    expect(staleKeys({ _tag: "signal", topic: "upstream", about: [] }, [...screen, "upstreams"])).toEqual([
+      "upstreams"
+    ])
+  })
+
   it("refetches every item of the kind when the signal names no ids", () => {
     expect(staleKeys({ _tag: "signal", topic: "connection", about: [] }, screen)).toEqual([
       "connections",

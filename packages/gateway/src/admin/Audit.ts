@@ -8,7 +8,9 @@
  *   `connection`; each given at most once. `limit` (1..500, default 50) and
  *   the opaque `cursor` page as every list does.
  * - A bad filter is a 400 naming the parameter and what is expected; nothing
- *   else is read.
+ *   else is read. `from` and `to` name instants of the years 0001 to 9999.
+ * - Text filters match what the audit log stored: a value holding U+0000 is
+ *   compared as stored (U+FFFD in its place), never an error.
  * - Records hold no argument or response bodies: only sizes and counts.
  *
  * @since 0.1.0
@@ -54,7 +56,7 @@ export const AuditRoutes: Layer.Layer<never, never, AdminRouter | AuditLog> = La
         const page = yield* audit.query({ ...filters, limit: filters.limit ?? 50 }).pipe(
           Effect.mapError((error) =>
             error._tag === "InvalidInput" ?
-              Problem.invalidFields([{ path: "cursor", message: error.message }]) :
+              Problem.invalidFields([{ path: error.field, message: error.message }]) :
               Problem.fromStorage(error)
           )
         )

@@ -10,14 +10,20 @@
  *   before reading, a longer chunked body while reading; both are 413.
  * - The body is one JSON object (400 otherwise), nested at most `MAX_DEPTH`
  *   levels (so nothing downstream recurses without bound).
- * - Strings and keys are well-formed Unicode without U+0000: Postgres can
- *   store neither a NUL nor a lone surrogate, and would fail the write with an
- *   internal error instead of telling the caller which field is wrong.
+ * - Strings and keys are well-formed Unicode without U+0000 (storage's
+ *   `Storable.isStorableText`): Postgres can store neither a NUL nor a lone
+ *   surrogate, and would fail the write with an internal error instead of
+ *   telling the caller which field is wrong. Configuration is refused, never
+ *   altered: the 400 names the field, shows its value JSON-escaped (at most
+ *   100 characters) and says what is expected; the value is not shown when
+ *   a path segment is named like a credential, or for the paths a route
+ *   marks as secret (a secret's `value`).
  * - A parse error says where (position), never what: the text may be a
  *   secret, and the body is never logged or echoed.
  *
  * @since 0.1.0
  */
+import { Storable } from "@janus/storage"
 import { ByteSize, Effect, Option } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import * as Problem from "./Problem.ts"
@@ -35,9 +41,15 @@ const tooLarge = Problem.make(
   `The request body is larger than ${MAX_BODY_BYTES} bytes (1 MiB)`
 )
 
+export interface ReadOptions {
+  /** Dotted paths whose values are never shown in an error (e.g. a secret's `value`). */
+  readonly secretPaths?: ReadonlyArray<string> | undefined
+}
+
 /** Reads the request body as one JSON object, or fails with the 400/413/415 to send. */
 export const readObject = (
-  request: HttpServerRequest.HttpServerRequest
+  request: HttpServerRequest.HttpServerRequest,
+  options: ReadOptions = {}
 ): Effect.Effect<JsonObject, Problem.ApiProblem> =>
   Effect.gen(function*() {
     yield* checkContentType(request.headers["content-type"])
@@ -73,7 +85,7 @@ export const readObject = (
         "The request body must be a JSON object"
       )
     }
-    const bad = unstorableStrings(body)
+    const bad = unstorableStrings(body, options.secretPaths ?? [])
     if (bad.length > 0) return yield* Problem.invalidFields(bad)
     return body as JsonObject
   })
@@ -122,22 +134,38 @@ const parseJson = (text: string): { readonly value: Option.Option<unknown>; read
 const jsonType = (value: unknown): string =>
   Array.isArray(value) ? "an array" : typeof value === "string" ? "a string" : `a ${typeof value}`
 
-const storable = (s: string): boolean => s.isWellFormed() && !s.includes("\u0000")
+const EXPECTED_TEXT = "Expected text without U+0000 (NUL) or unpaired surrogates, which Postgres cannot store"
+
+/** Path segments whose values are never shown (a credential pasted where its name belongs). */
+const credentialLike = /secret|token|password|credential|key/i
+
+/** The value as shown in an error: JSON (so U+0000 reads `\u0000`), at most 100 characters. */
+const shown = (value: string): string => {
+  const json = JSON.stringify(value)
+  return json.length > 100 ? `${json.slice(0, 97)}...` : json
+}
 
 /** Paths of strings and keys that Postgres cannot store (depth is bounded by `MAX_DEPTH`). */
-const unstorableStrings = (root: object): Array<Problem.FieldError> => {
+const unstorableStrings = (root: object, secretPaths: ReadonlyArray<string>): Array<Problem.FieldError> => {
   const found: Array<Problem.FieldError> = []
-  const message = "Expected well-formed Unicode text without U+0000 (NUL)"
+  const hidden = (path: string) => secretPaths.includes(path) || path.split(".").some((s) => credentialLike.test(s))
   const walk = (value: unknown, path: string): void => {
     if (found.length >= 20) return
     if (typeof value === "string") {
-      if (!storable(value)) found.push({ path, message })
+      if (!Storable.isStorableText(value)) {
+        const message = hidden(path) ? EXPECTED_TEXT : `${EXPECTED_TEXT}; got ${shown(value)}`
+        found.push({ path, message })
+      }
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => walk(item, join(path, String(i))))
     } else if (value !== null && typeof value === "object") {
       for (const [key, item] of Object.entries(value)) {
-        if (!storable(key)) found.push({ path: join(path, key.replace(/[^\x20-\x7e]/g, "?")), message })
-        else walk(item, join(path, key))
+        if (!Storable.isStorableText(key)) {
+          found.push({
+            path: join(path, key.replace(/[^\x20-\x7e]/g, "?")),
+            message: `${EXPECTED_TEXT} in member names; got the name ${shown(key)}`
+          })
+        } else walk(item, join(path, key))
       }
     }
   }

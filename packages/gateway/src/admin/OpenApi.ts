@@ -7,7 +7,9 @@
  * - The body is `{ source: { text } | { url }, connection: { name,
  *   description?, auth?, egressAllowList?, timeoutMs? }, options?: { baseUrl?,
  *   namePrefix?, tags? } }`; a member of the wrong type is 400 naming its
- *   path. `auth`, the name and the limits are validated by storage on apply.
+ *   path, and so is an unknown member (naming the closest known one).
+ *   `auth` is checked here too (a dry run must not accept what the import
+ *   refuses); the name and the limits are validated by storage on apply.
  * - `?dryRun=true` answers the preview (plan and diff) and writes nothing;
  *   without it the import (or re-import) is applied in one transaction and
  *   the same shape is returned, with the connection's id.
@@ -18,22 +20,42 @@
  *
  * @since 0.1.0
  */
-import type { ConnectionAuth } from "@janus/storage"
-import { Effect, Layer, Option } from "effect"
+import { ConnectionAuth, Validation } from "@janus/storage"
+import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type ImportError, type ImportRequest, OpenApiImporter } from "../openapi/index.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import { type JsonObject, readObject } from "./JsonBody.ts"
+import * as Pagination from "./Pagination.ts"
 import * as Problem from "./Problem.ts"
 import * as Resource from "./Resource.ts"
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 const isStrings = (u: unknown): u is ReadonlyArray<string> => Array.isArray(u) && u.every((s) => typeof s === "string")
 
+const decodeAuth = Schema.decodeUnknownExit(ConnectionAuth, { errors: "first", onExcessProperty: "error" })
+
+/** The members each object of the request may have (anything else is refused, naming the closest). */
+const KNOWN = {
+  "": ["source", "connection", "options"],
+  source: ["text", "url"],
+  connection: ["name", "description", "auth", "egressAllowList", "timeoutMs"],
+  options: ["baseUrl", "namePrefix", "tags"]
+} as const
+
 /** The import request in `body`, or the 400 naming every wrong member. */
 export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Problem.ApiProblem> => {
   const fields: Array<Problem.FieldError> = []
   const wrong = (path: string, message: string) => fields.push({ path, message })
+  for (const [at, known] of Object.entries(KNOWN)) {
+    const object = at === "" ? body : body[at]
+    if (!isObject(object)) continue
+    for (const key of Object.keys(object)) {
+      if (!(known as ReadonlyArray<string>).includes(key)) {
+        wrong(at === "" ? key : `${at}.${key}`, `Expected ${Validation.unknownFieldExpected(key, known)}`)
+      }
+    }
+  }
   const { connection, options, source } = body
   if (!isObject(source)) wrong("source", "Expected an object: { text } or { url }")
   else if (typeof source.text === "string" === (typeof source.url === "string")) {
@@ -47,11 +69,21 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
     }
     if (connection.auth !== undefined && !isObject(connection.auth)) {
       wrong("connection.auth", "Expected an object, e.g. { scheme: \"bearer\", secret: \"<secret name>\" }")
+    } else if (connection.auth !== undefined) {
+      const decoded = decodeAuth(connection.auth)
+      if (Exit.isFailure(decoded)) {
+        const error = Cause.findErrorOption(decoded.cause)
+        if (Option.isSome(error)) {
+          for (const field of Pagination.fieldErrors(error.value)) {
+            wrong(field.path === "" ? "connection.auth" : `connection.auth.${field.path}`, field.message)
+          }
+        }
+      }
     }
     if (
       connection.egressAllowList !== undefined && connection.egressAllowList !== null &&
       !isStrings(connection.egressAllowList)
-    ) wrong("connection.egressAllowList", "Expected an array of host names, addresses or CIDRs, or null")
+    ) wrong("connection.egressAllowList", "Expected an array of addresses, CIDRs, host names or suffixes, or null")
     if (connection.timeoutMs !== undefined && typeof connection.timeoutMs !== "number") {
       wrong("connection.timeoutMs", "Expected a number of milliseconds")
     }

@@ -18,6 +18,7 @@
  *
  * @since 0.1.0
  */
+import { Validation } from "@janus/storage"
 import { Effect, Schema, SchemaIssue } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import * as Problem from "./Problem.ts"
@@ -51,8 +52,15 @@ const Query = Schema.Struct({
 const decodeQuery = Schema.decodeUnknownEffect(Query, { errors: "all" })
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** Field errors from a Schema failure: the first issue of each path, naming the path and what is expected. */
+/**
+ * Field errors from a Schema failure: the first issue of each path, naming the path and what is expected;
+ * an unknown field (decoded with `onExcessProperty: "error"`) names the closest known one.
+ */
 export const fieldErrors = (error: Schema.SchemaError): Array<Problem.FieldError> => {
+  const unknown = Validation.unknownField(error.issue)
+  if (unknown !== undefined) {
+    return [{ path: unknown.path.map(String).join("."), message: `Expected ${unknown.expected}` }]
+  }
   const byPath = new Map<string, string>()
   for (const issue of formatIssues(error.issue).issues) {
     const path = (issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))

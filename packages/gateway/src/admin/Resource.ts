@@ -7,9 +7,11 @@
  * - `GET /x` is paginated (`Pagination`); `GET /x/:id` answers with the
  *   resource and `ETag: "<version>"`.
  * - `POST /x` creates (201, `Location`, `ETag`); the JSON body is handed to
- *   storage as it is, which decodes and validates it (nothing is checked
- *   twice). Read-only members of a representation (`id`, `version`,
- *   `createdAt`, ...) are ignored, so what GET returned can be sent back.
+ *   storage, which decodes and validates it (nothing is checked twice) and
+ *   refuses unknown fields naming the closest known one. The read-only
+ *   members of a representation (`readOnly`: `id`, `version`, `createdAt`,
+ *   `updatedAt`) are taken out first, so what GET returned can be sent back;
+ *   any other member is a field of the input or an error.
  * - `PUT /x/:id` replaces, `PATCH /x/:id` applies a JSON merge patch
  *   (RFC 7386) to the current representation and replaces with the result,
  *   `DELETE /x/:id` deletes (204). All three need a precondition (see
@@ -52,7 +54,16 @@ export interface ResourceSpec<A extends Versioned> {
   readonly present: (item: A) => JsonObject
   /** Field hints for storage errors about `body`. */
   readonly hints?: (body: JsonObject) => Problem.FieldHints
+  /** Members of the representation that a write ignores (default {@link READ_ONLY}). */
+  readonly readOnly?: ReadonlyArray<string>
 }
+
+/** The members every versioned representation has that no write sets. */
+export const READ_ONLY: ReadonlyArray<string> = ["id", "version", "createdAt", "updatedAt"]
+
+/** `body` without the members named in `readOnly`. */
+const writable = (body: JsonObject, readOnly: ReadonlyArray<string>): JsonObject =>
+  Object.fromEntries(Object.entries(body).filter(([key]) => !readOnly.includes(key)))
 
 /** A JSON response for one resource, with its ETag. */
 export const one = (body: JsonObject, version: number, status = 200, headers: Record<string, string> = {}) =>
@@ -82,6 +93,7 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
       Problem.fromStorage(error, spec.hints?.(body) ?? {})
     const storage = Effect.mapError(Problem.fromStorage)
     const keyOf = (item: A): Pagination.SortKey => [item.name, item.id]
+    const input = (body: JsonObject) => writable(body, spec.readOnly ?? READ_ONLY)
 
     yield* router.add(
       "GET",
@@ -106,7 +118,7 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
       "POST",
       spec.path,
       Effect.gen(function*() {
-        const body = yield* readObject(yield* HttpServerRequest.HttpServerRequest)
+        const body = input(yield* readObject(yield* HttpServerRequest.HttpServerRequest))
         const item = yield* spec.create(body).pipe(Effect.mapError(fail(body)))
         return one(spec.present(item), item.version, 201, { location: `${PREFIX}${spec.path}/${item.id}` })
       })
@@ -129,7 +141,7 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
         const id = yield* param("id")
         const body = yield* readObject(request)
         const precondition = yield* Concurrency.required(request.headers["if-match"], body.version, "version")
-        const item = yield* write(id, precondition, body)
+        const item = yield* write(id, precondition, input(body))
         return one(spec.present(item), item.version)
       })
     )
@@ -145,7 +157,7 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
         const current = yield* storage(spec.get(id))
         yield* Concurrency.check(precondition, spec.entity, id, current.version)
         const { version: _version, ...changes } = patch
-        const merged = mergePatch(spec.present(current), changes) as JsonObject
+        const merged = input(mergePatch(spec.present(current), changes) as JsonObject)
         const item = yield* spec.update(id, current.version, merged).pipe(Effect.mapError(fail(merged)))
         return one(spec.present(item), item.version)
       })

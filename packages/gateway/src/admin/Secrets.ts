@@ -42,8 +42,9 @@ export const present = (s: SecretInfo): JsonObject => ({
 })
 
 // Only the type of `value` is checked here (storage checks its size); Schema messages never quote the value.
-const SetBody = Schema.Struct({ value: Schema.String })
-const decodeSetBody = Schema.decodeUnknownEffect(SetBody, { errors: "all" })
+// `version` is the optional precondition (see `Concurrency`); any other member is refused.
+const SetBody = Schema.Struct({ value: Schema.String, version: Schema.optionalKey(Schema.Unknown) })
+const decodeSetBody = Schema.decodeUnknownEffect(SetBody, { errors: "all", onExcessProperty: "error" })
 
 const storage = Effect.mapError(Problem.fromStorage)
 const missing = (name: string) => Problem.notFound(`no secret named ${JSON.stringify(name)}`)
@@ -91,7 +92,7 @@ export const SecretRoutes: Layer.Layer<never, never, AdminRouter | Secrets> = La
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const name = yield* Resource.param("name")
-        const body = yield* readObject(request)
+        const body = yield* readObject(request, { secretPaths: ["value"] })
         const { value } = yield* decodeSetBody(body).pipe(
           Effect.mapError((error) => Problem.invalidFields(Pagination.fieldErrors(error)))
         )

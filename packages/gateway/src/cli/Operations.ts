@@ -38,7 +38,7 @@ import { JanusConfig, unknownJanusVariables } from "../config/JanusConfig.ts"
 import * as OAuthVariables from "../config/OAuthVariables.ts"
 import * as Plan from "../configuration/Plan.ts"
 import { load } from "../configuration/Sources.ts"
-import { AllowList, EgressPolicy } from "../egress/index.ts"
+import { AllowList, EgressPolicy, portOf } from "../egress/index.ts"
 import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
 import { describeStorage, StorageLive } from "../StorageLive.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, serverAnswering } from "./Support.ts"
@@ -156,7 +156,7 @@ const checkEgress = (policy: EgressPolicy["Service"], name: string, raw: string,
       return { check, verdict: "warn", detail: `${url.hostname} does not resolve here (${addresses.message})` }
     }
     for (const address of addresses) {
-      const no = policy.checkResolved(url.hostname, address, allow.success)
+      const no = policy.checkResolved(url.hostname, address, allow.success, portOf(url))
       if (no) {
         return {
           check,

@@ -316,7 +316,9 @@ const connectionAdd = Command.make("add", {
   clientId: Flag.String("client-id").pipe(Flag.withDescription("Client id for --auth oauth"), Flag.optional),
   scope: Flag.String("scope").pipe(Flag.withDescription("Scope to ask for with --auth oauth"), Flag.optional),
   allow: Flag.String("allow").pipe(
-    Flag.withDescription("Egress allow-list: comma-separated hosts, *.suffixes or CIDRs (private addresses)"),
+    Flag.withDescription(
+      "Egress allow-list (private addresses): comma-separated IP addresses, CIDRs, hosts or .suffixes, each with an optional :port"
+    ),
     Flag.optional
   ),
   description: Flag.String("description").pipe(Flag.withDefault("")),
@@ -395,7 +397,7 @@ const connectionAdd = Command.make("add", {
       for (const entry of allow.value) {
         const compiled = Egress.AllowList.make([entry])
         if (compiled._tag === "Failure") {
-          return yield* fail(`--allow: ${compiled.failure}`, "use host names, *.suffixes, IP addresses or CIDRs")
+          return yield* fail(`--allow: ${compiled.failure}`, "write each entry as one of the forms above")
         }
       }
     }

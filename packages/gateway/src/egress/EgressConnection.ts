@@ -12,10 +12,13 @@
  *   dropped when a redirect leaves the connection's origin.
  * - A secret holding CR, LF or NUL is refused (header injection) without
  *   echoing it.
+ * - What was injected (`injectedCredential`) is scrubbed from the response
+ *   by the caller, so a downstream that echoes headers cannot hand it back.
  *
  * @since 0.1.0
  */
 import { Duration, Redacted } from "effect"
+import { InjectedSecrets } from "../redaction/InjectedSecrets.ts"
 import type { BreakerOptions } from "./Breakers.ts"
 import type { RetryOptions } from "./RetryPolicy.ts"
 
@@ -35,7 +38,10 @@ export interface EgressConnection {
   readonly timeout?: Duration.Input | undefined
   readonly retry?: RetryOptions | undefined
   readonly breaker?: BreakerOptions | undefined
-  /** Trusted internal destinations: CIDRs, addresses, host names, `*.suffix`. Overrides the refusals. */
+  /**
+   * Trusted internal destinations: CIDRs, addresses, host names, `.suffix`es, each with an optional port
+   * (storage's `EgressAllowList`). Overrides the refusals.
+   */
   readonly allow?: ReadonlyArray<string> | undefined
   /** Largest response body accepted; default the client's (10 MiB). */
   readonly maxResponseBytes?: number | undefined
@@ -71,6 +77,23 @@ export const credentialValue = (auth: AuthScheme, secret: Redacted.Redacted<stri
     case "Basic":
       return `Basic ${Buffer.from(`${auth.username}:${value}`).toString("base64")}`
   }
+}
+
+const injectedMemo = new WeakMap<Redacted.Redacted<string>, { auth: AuthScheme; injected: InjectedSecrets }>()
+
+/**
+ * What `credentialValue` injects for `auth` and `secret`, to be scrubbed from
+ * the response. Memoised on the secret object (the secret cache hands out the
+ * same one until it changes) and the auth scheme object (the same one per
+ * configuration snapshot): a warm call does one `WeakMap` lookup.
+ */
+export const injectedCredential = (auth: AuthScheme, secret: Redacted.Redacted<string>): InjectedSecrets => {
+  const memo = injectedMemo.get(secret)
+  if (memo !== undefined && memo.auth === auth) return memo.injected
+  const value = auth._tag === "None" ? undefined : credentialValue(auth, secret)
+  const injected = value === undefined ? InjectedSecrets.none : InjectedSecrets.fromHeaderValues([value])
+  injectedMemo.set(secret, { auth, injected })
+  return injected
 }
 
 const tokenPattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/

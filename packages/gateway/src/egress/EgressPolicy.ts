@@ -22,9 +22,14 @@
  * - Host names `localhost` and `*.localhost` are refused by name (RFC 6761);
  *   other names are judged at connect time by the addresses they resolve to
  *   (see `SafeDispatcher`).
- * - A connection's allow-list (CIDRs, addresses, host names, `*.suffix`)
+ * - A connection's allow-list (CIDRs, addresses, host names, `.suffix`es,
+ *   each with an optional port; the grammar is storage's `EgressAllowList`)
  *   overrides every refusal above, for the internal services an operator
- *   trusts. An allow-listed name is trusted whatever it resolves to.
+ *   trusts. An allow-listed name is trusted whatever it resolves to. An
+ *   entry with a port overrides on that port only, the port a URL reaches
+ *   (its own or its scheme's default): at the URL check of the base URL and
+ *   of every redirect hop, and at connect time, where `SafeDispatcher` hands
+ *   the dialled port to `checkResolved`.
  *
  * Spellings: IPv4 shorthand (`2130706433`, `0177.0.0.1`, `0x7f.1`, `127.1`,
  * `0`, trailing dot, full-width digits, percent-encoding) is canonicalised by
@@ -39,9 +44,19 @@
  *
  * @since 0.1.0
  */
+import { EgressAllowList } from "@janus/storage"
 import { Context, Effect, Layer, Result } from "effect"
 import * as Net from "node:net"
 import { EgressRefused, InvalidEgressConfig, type RefusalPhase } from "./Errors.ts"
+
+/**
+ * The canonical spelling of an IP literal (brackets and zone id removed, IPv6
+ * compressed and lower-cased), or `undefined` when `input` is not one.
+ */
+export const canonicalIp = EgressAllowList.canonicalIp
+
+/** Lower-cased, without the trailing dot: the spelling host names are compared in. */
+export const normalizeHostName = EgressAllowList.normalizeHostName
 
 interface Rule {
   readonly list: Net.BlockList
@@ -115,24 +130,6 @@ const ipv6Groups = (canonical: string): ReadonlyArray<number> => {
 
 const embeddedV4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
 
-/**
- * The canonical spelling of an IP literal (brackets and zone id removed,
- * IPv6 compressed and lower-cased), or `undefined` when `input` is not one.
- */
-export const canonicalIp = (input: string): { readonly address: string; readonly family: 4 | 6 } | undefined => {
-  let host = input.startsWith("[") && input.endsWith("]") ? input.slice(1, -1) : input
-  const zone = host.indexOf("%")
-  if (zone !== -1) host = host.slice(0, zone)
-  const family = Net.isIP(host)
-  if (family === 4) return { address: host, family: 4 }
-  if (family !== 6) return undefined
-  try {
-    return { address: new URL(`http://[${host}]/`).hostname.slice(1, -1), family: 6 }
-  } catch {
-    return undefined
-  }
-}
-
 interface Classifier {
   readonly v4: (address: string) => string | undefined
   readonly v6: (canonical: string) => string | undefined
@@ -179,107 +176,118 @@ const classifyWith = (classifier: Classifier, address: string): string | undefin
   return ip.family === 4 ? classifier.v4(ip.address) : classifier.v6(ip.address)
 }
 
-/** Lower-cased, without the trailing dot: the spelling host names are compared in. */
-export const normalizeHostName = (host: string): string => {
-  const lower = host.toLowerCase()
-  return lower.endsWith(".") ? lower.slice(0, -1) : lower
-}
-
 const isLocalhostName = (name: string) => name === "localhost" || name.endsWith(".localhost")
 
-const hostNamePattern = /^(?:\*\.)?(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/
+/** The port a URL reaches: its own, or its scheme's default. */
+export const portOf = (url: URL): number => url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80
+
+/** Every port, or a set of ports. */
+type Ports = "any" | Set<number>
+
+const addPort = (ports: Ports | undefined, port: number | undefined): Ports =>
+  port === undefined || ports === "any" ? "any" : (ports ?? new Set<number>()).add(port)
+
+const hasPort = (ports: Ports | undefined, port: number): boolean =>
+  ports !== undefined && (ports === "any" || ports.has(port))
+
+const familyName = (family: 4 | 6) => family === 4 ? "ipv4" : "ipv6"
 
 /**
- * A compiled per-connection allow-list: CIDRs and addresses in a BlockList,
- * exact host names in a Set, `*.suffix` patterns as suffixes. `key` is a
- * canonical spelling, equal for equal lists, used to share one connection pool
- * between connections that trust the same destinations.
+ * A compiled per-connection allow-list (entries as `EgressAllowList` in
+ * storage parses them): ranges in a `BlockList` per port (and one for every
+ * port), exact host names and `.suffix`es with their ports. `key` is a
+ * canonical spelling, equal for equal lists, used to share one connection
+ * pool between connections that trust the same destinations.
  */
 export class AllowList {
-  static readonly empty: AllowList = new AllowList("", new Set(), [], undefined)
+  static readonly empty: AllowList = new AllowList("", new Map(), [], undefined, new Map())
 
   readonly key: string
-  readonly names: ReadonlySet<string>
-  readonly suffixes: ReadonlyArray<string>
-  readonly addresses: Net.BlockList | undefined
+  /** True when some entry names a port: the connect-time check then needs the port dialled. */
+  readonly hasPorts: boolean
+  private readonly names: ReadonlyMap<string, Ports>
+  private readonly suffixes: ReadonlyArray<{ readonly suffix: string; readonly port: number | undefined }>
+  private readonly anyPort: Net.BlockList | undefined
+  private readonly byPort: ReadonlyMap<number, Net.BlockList>
 
   private constructor(
     key: string,
-    names: ReadonlySet<string>,
-    suffixes: ReadonlyArray<string>,
-    addresses: Net.BlockList | undefined
+    names: ReadonlyMap<string, Ports>,
+    suffixes: ReadonlyArray<{ readonly suffix: string; readonly port: number | undefined }>,
+    anyPort: Net.BlockList | undefined,
+    byPort: ReadonlyMap<number, Net.BlockList>
   ) {
     this.key = key
     this.names = names
     this.suffixes = suffixes
-    this.addresses = addresses
+    this.anyPort = anyPort
+    this.byPort = byPort
+    this.hasPorts = byPort.size > 0 || suffixes.some((s) => s.port !== undefined) ||
+      [...names.values()].some((ports) => ports !== "any")
   }
 
   get isEmpty(): boolean {
     return this.key === ""
   }
 
-  /** Whether the host name (any spelling) is trusted whatever it resolves to. */
-  allowsName(host: string): boolean {
+  /** Whether the host name (any spelling) is trusted on `port` whatever it resolves to. */
+  allowsName(host: string, port: number): boolean {
     if (this.key === "") return false
     const name = normalizeHostName(host)
-    if (this.names.has(name)) return true
-    for (const suffix of this.suffixes) if (name.endsWith(suffix)) return true
+    if (hasPort(this.names.get(name), port)) return true
+    for (const s of this.suffixes) {
+      if (name.endsWith(s.suffix) && (s.port === undefined || s.port === port)) return true
+    }
     return false
   }
 
-  /** Whether the canonical IP address is inside an allow-listed range. */
-  allowsAddress(address: string, family: 4 | 6): boolean {
-    return this.addresses !== undefined && this.addresses.check(address, family === 4 ? "ipv4" : "ipv6")
+  /** Whether the canonical IP address is inside a range allow-listed on `port`. */
+  allowsAddress(address: string, family: 4 | 6, port: number): boolean {
+    if (this.key === "") return false
+    const type = familyName(family)
+    if (this.anyPort !== undefined && this.anyPort.check(address, type)) return true
+    const ranges = this.byPort.get(port)
+    return ranges !== undefined && ranges.check(address, type)
   }
 
   /**
-   * Compiles entries such as `10.0.0.0/8`, `192.168.1.10`, `fd00::/8`,
-   * `[fd00::1]`, `billing.internal` or `*.svc.cluster.local`; fails with what
-   * is wrong with the first bad entry.
+   * Compiles entries such as `10.0.0.0/8`, `192.168.1.10:8443`, `[fd00::/8]:443`,
+   * `billing.internal:8443` or `.svc.cluster.local`; fails with what is wrong
+   * with the first bad entry and the accepted forms.
    */
   static make(entries: ReadonlyArray<string>): Result.Result<AllowList, string> {
     if (entries.length === 0) return Result.succeed(AllowList.empty)
-    const names = new Set<string>()
-    const suffixes: Array<string> = []
+    const names = new Map<string, Ports>()
+    const suffixes: Array<{ suffix: string; port: number | undefined }> = []
+    const byPort = new Map<number, Net.BlockList>()
     const canonical: Array<string> = []
-    let addresses: Net.BlockList | undefined
+    let anyPort: Net.BlockList | undefined
     for (const raw of entries) {
-      const entry = raw.trim()
-      const slash = entry.indexOf("/")
-      const ipPart = slash === -1 ? entry : entry.slice(0, slash)
-      const ip = canonicalIp(ipPart) ?? canonicalIp(urlHost(ipPart) ?? "")
-      if (ip !== undefined) {
-        const max = ip.family === 4 ? 32 : 128
-        const prefix = slash === -1 ? max : Number(entry.slice(slash + 1))
-        if (
-          !Number.isInteger(prefix) || prefix < 0 || prefix > max || (slash !== -1 && entry.slice(slash + 1) === "")
-        ) {
-          return Result.fail(`allow-list entry "${entry}": the prefix length must be an integer from 0 to ${max}`)
+      const parsed = EgressAllowList.parseAllowListEntry(raw)
+      if ("error" in parsed) return Result.fail(parsed.error)
+      const entry = parsed.entry
+      canonical.push(EgressAllowList.canonicalEntry(entry))
+      switch (entry._tag) {
+        case "Range": {
+          let list: Net.BlockList
+          if (entry.port === undefined) {
+            list = anyPort ??= new Net.BlockList()
+          } else {
+            list = byPort.get(entry.port) ?? new Net.BlockList()
+            byPort.set(entry.port, list)
+          }
+          list.addSubnet(entry.address, entry.prefix, familyName(entry.family))
+          break
         }
-        addresses ??= new Net.BlockList()
-        addresses.addSubnet(ip.address, prefix, ip.family === 4 ? "ipv4" : "ipv6")
-        canonical.push(`${ip.address}/${prefix}`)
-        continue
+        case "Name":
+          names.set(entry.name, addPort(names.get(entry.name), entry.port))
+          break
+        case "Suffix":
+          suffixes.push({ suffix: entry.suffix, port: entry.port })
+          break
       }
-      const name = normalizeHostName(entry)
-      if (slash !== -1 || !hostNamePattern.test(name)) {
-        return Result.fail(`allow-list entry "${entry}": expected an IP address, a CIDR, a host name or *.suffix`)
-      }
-      if (name.startsWith("*.")) suffixes.push(name.slice(1))
-      else names.add(name)
-      canonical.push(name)
     }
-    return Result.succeed(new AllowList([...new Set(canonical)].sort().join(","), names, suffixes, addresses))
-  }
-}
-
-// IPv4 shorthand in an allow-list entry ("127.1") means what it means in a URL.
-const urlHost = (host: string): string | undefined => {
-  try {
-    return new URL(`http://${host}/`).hostname
-  } catch {
-    return undefined
+    return Result.succeed(new AllowList([...new Set(canonical)].sort().join(","), names, suffixes, anyPort, byPort))
   }
 }
 
@@ -291,11 +299,16 @@ export class EgressPolicy extends Context.Service<EgressPolicy, {
   /** Why the IP literal is refused, or `undefined` when it may be dialled (allow-lists aside). */
   readonly classify: (address: string) => string | undefined
   /**
-   * Checks an address the resolver returned for `host`, at connect time.
-   * `host` allow-listed by name, or `address` inside an allow-listed range,
-   * passes.
+   * Checks an address the resolver returned for `host`, at connect time,
+   * for a connection to `port`. `host` allow-listed by name, or `address`
+   * inside an allow-listed range, on that port (or every port), passes.
    */
-  readonly checkResolved: (host: string, address: string, allow: AllowList) => EgressRefused | undefined
+  readonly checkResolved: (
+    host: string,
+    address: string,
+    allow: AllowList,
+    port: number
+  ) => EgressRefused | undefined
   /**
    * Checks a URL before it is requested: scheme, user info, localhost names
    * and IP-literal hosts (Node never calls `lookup` for those, so this is
@@ -317,10 +330,8 @@ export class EgressPolicy extends Context.Service<EgressPolicy, {
       Effect.suspend(() => {
         const extra: Array<Rule & { family: "ipv4" | "ipv6" }> = []
         for (const cidr of options?.refuse ?? []) {
-          const compiled = AllowList.make([cidr])
-          const list = Result.isSuccess(compiled) ? compiled.success.addresses : undefined
-          const family = canonicalIp(cidr.split("/")[0]!)?.family
-          if (list === undefined || family === undefined) {
+          const parsed = EgressAllowList.parseAllowListEntry(cidr)
+          if (!("entry" in parsed) || parsed.entry._tag !== "Range" || parsed.entry.port !== undefined) {
             return Effect.fail(
               new InvalidEgressConfig({
                 connection: "*",
@@ -328,7 +339,10 @@ export class EgressPolicy extends Context.Service<EgressPolicy, {
               })
             )
           }
-          extra.push({ list, reason: "refused by operator policy", family: family === 4 ? "ipv4" : "ipv6" })
+          const { address, family, prefix } = parsed.entry
+          const list = new Net.BlockList()
+          list.addSubnet(address, prefix, familyName(family))
+          extra.push({ list, reason: "refused by operator policy", family: familyName(family) })
         }
         return Effect.succeed(make(extra.length === 0 ? defaultClassifier : makeClassifier(extra)))
       })
@@ -341,11 +355,11 @@ export class EgressPolicy extends Context.Service<EgressPolicy, {
 function make(classifier: Classifier): EgressPolicy["Service"] {
   const classify = (address: string) => classifyWith(classifier, address)
 
-  const checkResolved = (host: string, address: string, allow: AllowList): EgressRefused | undefined => {
-    if (allow.allowsName(host)) return undefined
+  const checkResolved = (host: string, address: string, allow: AllowList, port: number) => {
+    if (allow.allowsName(host, port)) return undefined
     const ip = canonicalIp(address)
     if (ip === undefined) return new EgressRefused({ address, reason: "not an IP address", phase: "connect" })
-    if (allow.allowsAddress(ip.address, ip.family)) return undefined
+    if (allow.allowsAddress(ip.address, ip.family, port)) return undefined
     const reason = ip.family === 4 ? classifier.v4(ip.address) : classifier.v6(ip.address)
     return reason === undefined ? undefined : new EgressRefused({ address: ip.address, reason, phase: "connect" })
   }
@@ -365,12 +379,12 @@ function make(classifier: Classifier): EgressPolicy["Service"] {
     if (ip === undefined) {
       const name = normalizeHostName(url.hostname)
       if (name === "") return new EgressRefused({ address: url.href, reason: "a URL without a host", phase })
-      if (isLocalhostName(name) && !allow.allowsName(name)) {
+      if (isLocalhostName(name) && !allow.allowsName(name, portOf(url))) {
         return new EgressRefused({ address: url.hostname, reason: "a localhost name (RFC 6761)", phase })
       }
       return undefined
     }
-    if (allow.allowsAddress(ip.address, ip.family)) return undefined
+    if (allow.allowsAddress(ip.address, ip.family, portOf(url))) return undefined
     const reason = ip.family === 4 ? classifier.v4(ip.address) : classifier.v6(ip.address)
     return reason === undefined ? undefined : new EgressRefused({ address: ip.address, reason, phase })
   }

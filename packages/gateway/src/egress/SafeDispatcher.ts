@@ -4,8 +4,9 @@
  * **Rules**
  *
  * - Every new socket resolves its host through `connect.lookup`, which asks
- *   the `Resolver`, checks every answer with `EgressPolicy.checkResolved` and
- *   hands exactly the checked answers to `net.connect`. The check therefore
+ *   the `Resolver`, checks every answer with `EgressPolicy.checkResolved`
+ *   (for the port being dialled, which allow-list entries with a port need)
+ *   and hands exactly the checked answers to `net.connect`. The check therefore
  *   sees the address that is dialled: there is no later re-resolution for a
  *   DNS-rebinding answer to slip into. One refused answer refuses the name
  *   (a rebinding name mixing public and private answers is not trusted).
@@ -96,7 +97,8 @@ const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
     )
   )
 
-  const lookupFor = (allow: AllowList) =>
+  // `port` is the port being dialled; lists without ports ignore it.
+  const lookupFor = (allow: AllowList, port: number) =>
   (
     hostname: string,
     lookupOptions: LookupOneOptions | LookupAllOptions,
@@ -113,7 +115,7 @@ const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
         const wanted = lookupOptions.family === 4 || lookupOptions.family === 6 ? lookupOptions.family : 0
         const answers: Array<ResolvedAddress> = []
         for (const answer of exit.value) {
-          const refused = policy.checkResolved(host, answer.address, allow)
+          const refused = policy.checkResolved(host, answer.address, allow, port)
           // The refusal itself travels up as the socket error, so the caller
           // can say which address was refused and why.
           if (refused !== undefined) return callback(refused, "")
@@ -129,6 +131,26 @@ const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
     })
   }
 
+  // A list with ports needs the dialled port in the lookup, which Node does not pass to it: one undici
+  // connector per port, made on the first connection to that port (undici keeps one pool per origin, so a
+  // socket dialled for one port never carries a request to another).
+  const connectFor = (
+    allow: AllowList
+  ): Partial<Undici.buildConnector.BuildOptions> | Undici.buildConnector.connector => {
+    if (!allow.hasPorts) return { timeout: timeouts.connect, lookup: lookupFor(allow, 0) }
+    const { buildConnector } = require("undici") as typeof Undici
+    const connectors = new Map<number, Undici.buildConnector.connector>()
+    return (opts, callback) => {
+      const port = opts.port !== "" ? Number(opts.port) : opts.protocol === "https:" ? 443 : 80
+      let connector = connectors.get(port)
+      if (connector === undefined) {
+        connector = buildConnector({ timeout: timeouts.connect, lookup: lookupFor(allow, port) })
+        connectors.set(port, connector)
+      }
+      connector(opts, callback)
+    }
+  }
+
   const timeoutInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) =>
     dispatch({ ...opts, headersTimeout: timeouts.headers, bodyTimeout: timeouts.body }, handler)
 
@@ -140,7 +162,7 @@ const make = Effect.fnUntraced(function*(options: SafeDispatcherOptions) {
       connections: options.connectionsPerHost ?? 64,
       keepAliveTimeout: millis(options.keepAliveTimeout, "4 seconds"),
       keepAliveMaxTimeout: millis(options.keepAliveMaxTimeout, "10 minutes"),
-      connect: { timeout: timeouts.connect, lookup: lookupFor(allow) }
+      connect: connectFor(allow)
     }).compose(timeoutInterceptor, Propagation.interceptor(propagators))
     // trace context in the formats OTEL_PROPAGATORS names, baggage passed on (observability/Propagation.ts)
     const client = Propagation.withContextHeaders(Effect.runSync(

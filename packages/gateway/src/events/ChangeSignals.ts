@@ -15,13 +15,20 @@
  *   replica since every replica's hub reads the same log. Changes of the
  *   upstream MCP servers' tools (health, their list-changed) are added per
  *   replica from its federated catalog.
+ * - A change of an upstream's state on this replica (connecting, healthy,
+ *   unhealthy, its channel, its program's pid) is signalled on topic
+ *   `upstream`, at most once a second ({@link UPSTREAM_SIGNAL_INTERVAL}):
+ *   Studio refetches `/api/v1/upstreams` on it instead of showing the state it
+ *   loaded with (and polling nothing); a flapping upstream costs one event a
+ *   second, not one per attempt.
  *
  * @since 0.1.0
  */
 import { Filter, Hub } from "@janus/sse"
 import { ChangeFeed, EventLog } from "@janus/storage"
-import { Effect, Layer, Queue, Stream } from "effect"
+import { Duration, Effect, Layer, Queue, Stream } from "effect"
 import { FederatedCatalog } from "../federation/FederatedCatalog.ts"
+import { UpstreamHealth } from "../federation/UpstreamHealth.ts"
 import { ListChangedSignals } from "../mcp/ListChanged.ts"
 
 /** The topic whose signals mean "the tool set changed". */
@@ -41,6 +48,32 @@ export const AnnounceChanges: Layer.Layer<never, never, ChangeFeed | EventLog> =
           toolKinds.has(change.kind) ? log.append({ topic: TOOLS_TOPIC }) : Effect.void
         )
       ),
+      Effect.forkScoped({ startImmediately: true })
+    )
+  })
+)
+
+/** The topic whose signals mean "an upstream's state changed on some replica". */
+export const UPSTREAM_TOPIC = "upstream"
+
+/** At most one `upstream` signal per replica per interval: enough for a screen, bounded for the log. */
+export const UPSTREAM_SIGNAL_INTERVAL = Duration.seconds(1)
+
+/** Appends an `upstream` signal when this replica's upstreams change state, coalesced per interval. */
+export const AnnounceUpstreamChanges: Layer.Layer<never, never, EventLog | UpstreamHealth> = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const log = yield* EventLog
+    const health = yield* UpstreamHealth
+    // Sliding capacity 1: changes during the pause collapse into one signal after it.
+    const pending = yield* Queue.sliding<void>(1)
+    yield* health.changes.pipe(
+      Stream.runForEach(() => Queue.offer(pending, undefined)),
+      Effect.forkScoped({ startImmediately: true })
+    )
+    yield* Queue.take(pending).pipe(
+      Effect.andThen(log.append({ topic: UPSTREAM_TOPIC })),
+      Effect.andThen(Effect.sleep(UPSTREAM_SIGNAL_INTERVAL)),
+      Effect.forever,
       Effect.forkScoped({ startImmediately: true })
     )
   })

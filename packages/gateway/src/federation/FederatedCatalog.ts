@@ -16,12 +16,21 @@
  * through `request.progress`), cancellation (the request's `AbortSignal` or
  * fiber interruption aborts the upstream exchange; 2025 eras also get
  * `notifications/cancelled`), log messages and 2025 server requests (see
- * `Relay.ts`), 2026-07-28 `input_required` results (returned as they are;
- * the client's `inputResponses`/`requestState` are forwarded on retry) and
+ * `Relay.ts`), 2026-07-28 `input_required` results (returned as they are
+ * when valid, see `InputRequired.ts`; the client's
+ * `inputResponses`/`requestState` are forwarded on retry) and
  * `Mcp-Param-*` headers for `x-mcp-header` arguments. The connection's
  * `timeoutMs` bounds each call. Results pass through unchanged except that
  * `resultType` and the upstream's `serverInfo` `_meta` are removed (the
  * gateway's transport adds its own).
+ *
+ * **Bridging**: a 2026-07-28 client's call to a tool of a 2025-era upstream
+ * is run as a held call (`HeldCalls.ts`, when the service is provided) when
+ * the client declared elicitation, sampling or roots (otherwise it is never
+ * asked, and nothing needs holding): the upstream's server-to-client
+ * requests become `input_required` for the client, and a `requestState`
+ * Janus issued continues the call, whichever replica it reaches. Such a
+ * call takes no other `requestState`.
  *
  * Naming is `ToolNames.ts`; health is `UpstreamHealth.ts`.
  *
@@ -34,11 +43,14 @@ import type { ChangeFeed, ConfigCache, SecretCache } from "@janus/storage"
 import { Context, Duration, Effect, Layer, Option, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
 import type { EgressPolicy } from "../egress/EgressPolicy.ts"
+import { invalidInputRequired } from "../mcp/InputRequired.ts"
 import { Meta } from "../mcp/Protocol.ts"
 import { UpstreamRelay } from "../mcp/Relay.ts"
 import {
   type CallToolResult,
   type InputRequiredResult,
+  InvalidToolArguments,
+  type ProgressReporter,
   type Tool,
   type ToolCallOutcome,
   ToolCallRefused,
@@ -46,6 +58,8 @@ import {
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
 import { toCallError, UpstreamError } from "./Errors.ts"
+import { HeldCalls } from "./HeldCalls.ts"
+import * as HeldCallState from "./HeldCallState.ts"
 import { type ExposedTool, type ToolOrigin } from "./ToolNames.ts"
 import { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
@@ -123,7 +137,42 @@ const aborted = (signal: AbortSignal, connection: string) =>
     return Effect.sync(() => signal.removeEventListener("abort", fail))
   })
 
+/** Whether a client declared a capability an upstream's server-to-client request needs. */
+const canBeAsked = (capabilities: Readonly<Record<string, unknown>> | undefined): boolean =>
+  capabilities !== undefined &&
+  (isObject(capabilities.elicitation) || isObject(capabilities.sampling) || isObject(capabilities.roots))
+
+/** What the session's `notifications/progress` params report, through `progress`. */
+const progressOf = (progress: Option.Option<ProgressReporter>) =>
+  Option.match(progress, {
+    onNone: () => undefined,
+    onSome: (report) => (p: Readonly<Record<string, unknown>>) =>
+      typeof p.progress === "number"
+        ? report(
+          p.progress,
+          typeof p.total === "number" ? p.total : undefined,
+          typeof p.message === "string" ? p.message : undefined
+        )
+        : Effect.void
+  })
+
+/** The outcome of an upstream result; an `input_required` one that is not valid is the upstream's failure. */
+const outcomeOf = (connection: string, tool: string, result: Readonly<Record<string, unknown>>) => {
+  const invalid = result.resultType === "input_required" ? invalidInputRequired(result) : undefined
+  return invalid === undefined ?
+    Effect.succeed(toOutcome(result)) :
+    Effect.fail(
+      new ToolCallRefused({
+        name: tool,
+        reason: "unavailable",
+        detail: `upstream ${connection}: its input_required result is not valid (${invalid})`
+      })
+    )
+}
+
 const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions) {
+  // held calls (bridging 2026-07-28 clients to 2025-era upstreams) when the gateway provides them
+  const heldCalls = yield* Effect.serviceOption(HeldCalls)
   let visible: ReadonlyArray<Tool> = []
   let visibleByName = new Map<string, Exposed>()
   let knownByName = new Map<string, Exposed>()
@@ -153,8 +202,12 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
   const pool = yield* UpstreamPool.make(options, Effect.asVoid(rebuild))
   upstreams = pool.upstreams
 
-  const call: FederatedCatalog["Service"]["call"] = (_caller, request) =>
+  const call: FederatedCatalog["Service"]["call"] = (caller, request) =>
     Effect.gen(function*() {
+      const relay = yield* UpstreamRelay
+      // a 2026-07-28 client's calls of 2025-era upstreams are held calls
+      const held = relay.stateless === true ? Option.getOrUndefined(heldCalls) : undefined
+      const resumes = request.requestState !== undefined && HeldCallState.isHeldState(request.requestState)
       let exposed = visibleByName.get(request.name)
       if (exposed === undefined && [...pool.upstreams.values()].some((u) => u.state === "connecting")) {
         // Right after start (or a new connection), a call may arrive before any list.
@@ -163,7 +216,9 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
       }
       if (exposed === undefined) {
         const known = knownByName.get(request.name)
-        if (known !== undefined) {
+        if (known === undefined) return yield* new ToolNotFound({ name: request.name })
+        // a held call lives on the replica that started it, whatever this one's session of its upstream does
+        if (held === undefined || !resumes) {
           return yield* new ToolCallRefused({
             name: request.name,
             reason: "unavailable",
@@ -172,12 +227,28 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
             }); its tools return when it recovers`
           })
         }
-        return yield* new ToolNotFound({ name: request.name })
+        exposed = known
       }
       const u = exposed.upstream
-      const session = u.session
+      const upstreamName = exposed.upstreamName
       const record = yield* Effect.serviceOption(CurrentCall)
-      if (Option.isSome(record)) record.value.connection = u.connection.name
+      if (Option.isSome(record)) {
+        record.value.connection = u.connection.name
+        record.value.bytesOut = JSON.stringify(request.arguments).length
+      }
+      if (held !== undefined && resumes) {
+        return yield* held.resume({
+          caller,
+          tool: request.name,
+          connection: u.connection.name,
+          timeout: Duration.millis(u.connection.timeoutMs),
+          requestState: request.requestState!,
+          inputResponses: request.inputResponses,
+          progress: request.progress,
+          log: relay.log
+        })
+      }
+      const session = u.session
       if (session === undefined) {
         return yield* new ToolCallRefused({
           name: request.name,
@@ -185,22 +256,37 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
           detail: `the upstream MCP server ${u.connection.name} is reconnecting`
         })
       }
-      const relay = yield* UpstreamRelay
-      const params: Record<string, unknown> = { name: exposed.upstreamName, arguments: request.arguments }
+      if (held !== undefined && session.era === "stateful" && request.requestState !== undefined) {
+        return yield* new InvalidToolArguments({ name: request.name, detail: HeldCallState.ALTERED })
+      }
+      // a client that declared none of the input capabilities is never asked: nothing to hold
+      if (held !== undefined && session.era === "stateful" && canBeAsked(relay.clientCapabilities)) {
+        return yield* held.start({
+          caller,
+          tool: request.name,
+          connection: u.connection.name,
+          timeout: Duration.millis(u.connection.timeoutMs),
+          progress: request.progress,
+          log: relay.log,
+          run: (hooks) =>
+            session.request("tools/call", { name: upstreamName, arguments: request.arguments }, {
+              onProgress: progressOf(Option.some(hooks.progress)),
+              relay: { ...relay, request: hooks.request, log: hooks.log },
+              // the held call bounds the upstream's own time; a person's time to answer is not the upstream's
+              timeout: Duration.infinity
+            }).pipe(
+              Effect.tapError((error) =>
+                error.kind === "unavailable" || error.kind === "timeout" ? u.refresh() : Effect.void
+              ),
+              Effect.mapError((error) => toCallError(request.name, error)),
+              Effect.flatMap((result) => outcomeOf(u.connection.name, request.name, result))
+            )
+        })
+      }
+      const params: Record<string, unknown> = { name: upstreamName, arguments: request.arguments }
       if (request.inputResponses !== undefined) params.inputResponses = request.inputResponses
       if (request.requestState !== undefined) params.requestState = request.requestState
-      const onProgress = Option.match(request.progress, {
-        onNone: () => undefined,
-        onSome: (report) => (p: Readonly<Record<string, unknown>>) =>
-          typeof p.progress === "number"
-            ? report(
-              p.progress,
-              typeof p.total === "number" ? p.total : undefined,
-              typeof p.message === "string" ? p.message : undefined
-            )
-            : Effect.void
-      })
-      if (Option.isSome(record)) record.value.bytesOut = JSON.stringify(request.arguments).length
+      const onProgress = progressOf(request.progress)
       const result = yield* Effect.raceFirst(
         session.request("tools/call", params, {
           onProgress,
@@ -217,7 +303,7 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
         ),
         Effect.mapError((error) => toCallError(request.name, error))
       )
-      return toOutcome(result)
+      return yield* outcomeOf(u.connection.name, request.name, result)
     })
 
   const catalog = FederatedCatalog.of({

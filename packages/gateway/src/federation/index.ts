@@ -20,6 +20,7 @@ export {
   type UpstreamState,
   type UpstreamStatus
 } from "./FederatedCatalog.ts"
+export { HeldCalls } from "./HeldCalls.ts"
 export { type OAuthClientCredentials, UpstreamAuth, type UpstreamAuthConfig } from "./UpstreamAuth.ts"
 export * as UpstreamClient from "./UpstreamClient.ts"
 export { UpstreamHttp } from "./UpstreamHttp.ts"

@@ -17,8 +17,10 @@
  *   capabilities of its input requests; if they were not declared in
  *   `_meta["io.modelcontextprotocol/clientCapabilities"]` the request fails with
  *   MissingRequiredClientCapability (-32021, HTTP 400) and
- *   `data.requiredCapabilities`. 2025-era clients cannot receive one and get a
- *   tool error result instead.
+ *   `data.requiredCapabilities`. 2025-era clients cannot receive one: the
+ *   gateway asks them itself over their session and repeats the call with the
+ *   answers (`InputRequired.ts`); where it cannot ask (a JSON-RPC batch) the
+ *   answer is a tool error result.
  * - Arguments the gateway judged invalid (`InvalidToolArguments` with
  *   `asToolResult`: the tool's input schema) are a tool result with
  *   `isError: true` naming the argument and what was expected (MCP
@@ -42,6 +44,7 @@ import * as Result from "effect/Result"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
 import { type AdmissionRefused, McpGuard } from "./Guard.ts"
+import * as InputRequired from "./InputRequired.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
 import { type RelayHooks, UpstreamRelay } from "./Relay.ts"
@@ -49,12 +52,10 @@ import {
   type CallToolResult,
   describeToolCallError,
   type InputRequest,
-  type InputRequiredResult,
   type InvalidToolArguments,
   type ProgressReporter,
   type Tool,
   type ToolCallError,
-  type ToolCallOutcome,
   ToolCallRefused,
   ToolCatalog
 } from "./ToolCatalog.ts"
@@ -254,9 +255,6 @@ const internalError = (name: string): ProtocolError =>
     status: 200
   })
 
-const isInputRequired = (outcome: ToolCallOutcome): outcome is InputRequiredResult =>
-  (outcome as { resultType?: unknown }).resultType === "input_required"
-
 /** Methods of the 2025 era answered with "not supported" rather than routed. */
 const statefulMethods: ReadonlySet<string> = new Set([
   "ping",
@@ -430,22 +428,29 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
           ...(refusal.retryAfterMs === undefined ? {} : { retryAfterMs: refusal.retryAfterMs })
         })
     )
-    const outcome = yield* guard.guardCall(
-      context.caller,
-      name,
+    // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)
+    const relay = { ...context.relay, clientCapabilities: context.clientCapabilities, stateless: context.stateless }
+    const run = (
+      responses: Readonly<Record<string, unknown>> | undefined,
+      state: string | undefined
+    ) =>
       catalog.call(context.caller, {
         name,
         arguments: args ?? {},
         signal: abort.signal,
         progress: context.progress,
-        inputResponses,
-        requestState
-      }).pipe(
-        // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)
-        Effect.provideService(UpstreamRelay, { ...context.relay, clientCapabilities: context.clientCapabilities })
-      ),
-      admitted
-    ).pipe(
+        inputResponses: responses,
+        requestState: state
+      }).pipe(Effect.provideService(UpstreamRelay, relay))
+    // a 2025-era client is asked for an upstream's input over its session, within the one guarded call
+    const settled = context.stateless || relay.request === undefined ?
+      run(inputResponses, requestState) :
+      Effect.flatMap(
+        run(inputResponses, requestState),
+        (first) =>
+          InputRequired.isInputRequired(first) ? InputRequired.fulfil(name, first, run, relay) : Effect.succeed(first)
+      )
+    const outcome = yield* guard.guardCall(context.caller, name, settled, admitted).pipe(
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),
       Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
@@ -462,16 +467,11 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         )
       )
     )
-    if (!isInputRequired(outcome)) return encodeComplete(outcome, context.stateless)
+    if (!InputRequired.isInputRequired(outcome)) return encodeComplete(outcome, context.stateless)
     if (!context.stateless) {
-      return JSON.stringify({
-        content: [{
-          type: "text",
-          text:
-            `Tool '${name}' needs input from the client (multi round-trip), which this gateway relays only to protocol 2026-07-28 clients; reconnect with 2026-07-28 to use it`
-        }],
-        isError: true
-      })
+      return JSON.stringify(InputRequired.toolError(
+        `Tool '${name}' needs input from the client (multi round-trip), which the gateway cannot ask for within a JSON-RPC batch; send the call on its own`
+      ))
     }
     const missing = missingCapabilities(outcome.inputRequests, context.clientCapabilities)
     if (Object.keys(missing).length > 0) {

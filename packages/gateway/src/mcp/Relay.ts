@@ -16,11 +16,20 @@
  * - `elicitation/create`, `sampling/createMessage` and `roots/list` from a
  *   2025-era upstream session go to `request` when the calling client
  *   declared the matching capability (`clientCapabilities`); otherwise the
- *   upstream gets an answer without the client being asked: elicitation is
- *   declined (`{"action":"decline"}`), sampling and roots are refused with
- *   JSON-RPC -32601.
+ *   upstream gets an answer without the client being asked
+ *   ({@link answerWithoutClient}): elicitation is declined
+ *   (`{"action":"decline"}`), `roots/list` gets no roots (`{"roots":[]}`: the
+ *   gateway vouches for no directory of its own, and outside a call there is
+ *   no client whose roots could be given), sampling is refused with JSON-RPC
+ *   -32601 (nothing can stand in for a model).
+ * - A 2026-07-28 client (`stateless`) cannot receive server-to-client
+ *   requests: its `request` hook is the held call's (`federation/HeldCalls.ts`),
+ *   which answers the client with `input_required` and the upstream with the
+ *   client's `inputResponses` when it calls again.
  * - On 2026-07-28 upstreams there are no server-to-client requests: input is
- *   asked for with an `input_required` result, passed through to the client.
+ *   asked for with an `input_required` result, passed through to a 2026-07-28
+ *   client and fulfilled over the session for a 2025-era one
+ *   (`InputRequired.ts`).
  *
  * @since 0.1.0
  */
@@ -46,7 +55,27 @@ export interface RelayHooks {
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
   /** `io.modelcontextprotocol/logLevel` for 2026-07-28 upstream calls (the client's wish), if any. */
   readonly logLevel?: string | undefined
+  /** The calling client speaks 2026-07-28: it is asked for input with `input_required` results only. */
+  readonly stateless?: boolean | undefined
 }
+
+/** The capability a client must declare to be asked `method`, if `method` is an input request. */
+export const capabilityOf = (method: string): "elicitation" | "sampling" | "roots" | undefined =>
+  method === "elicitation/create" ?
+    "elicitation" :
+    method === "sampling/createMessage" ?
+    "sampling" :
+    method === "roots/list" ?
+    "roots" :
+    undefined
+
+/**
+ * The answer to an input request no client is asked (the calling client did
+ * not declare the capability, or there is no calling client), or `undefined`
+ * when only a client could answer it (sampling).
+ */
+export const answerWithoutClient = (method: string): Readonly<Record<string, unknown>> | undefined =>
+  method === "elicitation/create" ? { action: "decline" } : method === "roots/list" ? { roots: [] } : undefined
 
 /** Per-call relay hooks; empty by default. */
 export const UpstreamRelay = Context.Reference<RelayHooks>("@janus/gateway/mcp/UpstreamRelay", {

@@ -9,7 +9,8 @@
  *   an `initialize` carrying a session id is 400. The server answers with the
  *   client's revision if it speaks it, else with its latest.
  * - Every later request must carry `Mcp-Session-Id`: missing is 400, an id that
- *   names no live session (ended, expired, or created by another caller) is 404.
+ *   names no live session (ended, expired, created by another caller, or a
+ *   record of the store that is not a 2025-era session) is 404.
  * - `MCP-Protocol-Version` may be absent (the negotiated revision applies, as
  *   2025-03-26 clients never send it); a value that is not a 2025-era revision
  *   is 400 UnsupportedProtocolVersion. Any 2025-era value is accepted (clients
@@ -160,7 +161,8 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
       )
     }
     const found = yield* store.get(id).pipe(Effect.mapError(() => storeUnavailable))
-    if (Option.isNone(found) || found.value.ownerId !== caller.id) {
+    // the store also keeps held calls (2026-07-28, `federation/HeldCalls.ts`): never a session
+    if (Option.isNone(found) || found.value.ownerId !== caller.id || !isStatefulVersion(found.value.protocolVersion)) {
       return yield* new ProtocolError({
         code: ErrorCode.sessionNotFound,
         message: "The Mcp-Session-Id names no live session (it ended or expired); start a new session with initialize",

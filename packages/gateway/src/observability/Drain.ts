@@ -39,7 +39,7 @@
  * @since 0.1.0
  */
 import { AuditLog, EventLog } from "@janus/storage"
-import { Cause, Clock, Context, Deferred, Duration, Effect, Exit, Latch, Layer, Scope, Stream } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Exit, Latch, Layer, Option, Scope, Stream } from "effect"
 import { HttpBody, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import * as Metrics from "./Metrics.ts"
@@ -103,6 +103,9 @@ export class Drain extends Context.Service<Drain, {
   )
 }
 
+const messageOf = (error: unknown): string =>
+  error instanceof Error ? error.message : typeof error === "string" ? error : String(error)
+
 const make = Effect.fnUntraced(function*(options: DrainOptions) {
   const context = yield* Effect.context<never>()
   const timeout = Duration.fromInputUnsafe(options.timeout)
@@ -161,7 +164,11 @@ const make = Effect.fnUntraced(function*(options: DrainOptions) {
       )
       const millis = (yield* Clock.currentTimeMillis) - began
       if (Exit.isFailure(exit)) {
-        yield* Effect.logError(`drain: flushing ${hook.name} failed`, Cause.pretty(exit.cause))
+        // A failure the hook reports (the database is away) is one line; a defect is a bug and keeps its trace.
+        const error = Cause.findErrorOption(exit.cause)
+        yield* Option.isSome(error) ?
+          Effect.logError(`drain: flushing ${hook.name} failed: ${messageOf(error.value)}`) :
+          Effect.logError(`drain: flushing ${hook.name} failed`, Cause.pretty(exit.cause))
       }
       flushed.push({ name: hook.name, ok: Exit.isSuccess(exit), millis })
     }
@@ -247,8 +254,6 @@ export const flushHook = <E, R>(name: string, flush: Effect.Effect<void, E, R>):
 /**
  * The storage writers' flush hooks, in this order: the audit log, then the
  * event log (whose `calls` events follow the audit rows of the same calls).
- * Build it where `EventLog` is the one the services append to (the
- * `Instrument.eventLogLayer` wrapper, when used).
  */
 export const storageFlushHooks: Layer.Layer<never, never, Drain | AuditLog | EventLog> = Layer.effectDiscard(
   Effect.gen(function*() {

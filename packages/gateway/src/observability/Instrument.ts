@@ -38,8 +38,8 @@
  *
  * @since 0.1.0
  */
-import { ConfigCache, EventLog, type SecretCache } from "@janus/storage"
-import { Cause, Context, Effect, Exit, Layer, Option, Schedule, Semaphore, Tracer } from "effect"
+import { ConfigCache, EventLogObserver, type SecretCache } from "@janus/storage"
+import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { CircuitBreaker } from "effect/persistence"
 import { CurrentCall } from "../calls/CallRecord.ts"
 import type { DownstreamClient } from "../egress/index.ts"
@@ -321,55 +321,17 @@ export const breakerStoreLayer: Layer.Layer<
 // -----------------------------------------------------------------------------
 
 /**
- * The event log, measured: appends are buffered here and handed to the
- * storage event log in one batch per second (and on `flush` and at scope
- * close), each batch followed by the storage flush, so every batch is
- * measured: `janus.event_log.flush.size`, `.lag` (oldest append to commit),
- * `.duration`, and `janus.event_log.buffered`. Order is kept; a failed
- * storage flush keeps its batch in storage's buffer, which retries it.
+ * The storage event log's observer, recording what its writer tells:
+ * `janus.event_log.flush.size`, `.lag` (oldest append to commit),
+ * `.duration` per committed batch, and `janus.event_log.buffered` (every
+ * event appended and not yet committed, the batch being written included)
+ * after every append and flush attempt. Provide it to the storage layer.
  */
-export const eventLogLayer: Layer.Layer<EventLog, never, EventLog> = Layer.effect(
-  EventLog,
-  Effect.gen(function*() {
-    const inner = yield* EventLog
-    const context = yield* Effect.context<never>()
-    const buffer: Array<Parameters<EventLog["Service"]["append"]>[0]> = []
-    let oldest = 0
-    const permit = yield* Semaphore.make(1)
-
-    const flush = permit.withPermit(Effect.suspend(() => {
-      if (buffer.length === 0) return inner.flush
-      const batch = buffer.splice(0, buffer.length)
-      const since = oldest
-      Metrics.recordEventLogBuffered(context, 0)
-      const began = performance.now()
-      return Effect.forEach(batch, inner.append, { discard: true }).pipe(
-        Effect.andThen(inner.flush),
-        Effect.tap(() =>
-          Effect.sync(() => {
-            const now = performance.now()
-            Metrics.recordEventLogFlush(context, batch.length, (now - since) / 1000, (now - began) / 1000)
-          })
-        )
-      )
-    }))
-
-    yield* flush.pipe(
-      Effect.catch((error) => Effect.logWarning("event log flush failed; storage retries it", error)),
-      Effect.repeat(Schedule.spaced("1 second")),
-      Effect.forkScoped
-    )
-    yield* Effect.addFinalizer(() => flush.pipe(Effect.ignore))
-
-    return EventLog.of({
-      ...inner,
-      append: (event) =>
-        Effect.sync(() => {
-          if (buffer.length === 0) oldest = performance.now()
-          buffer.push(event)
-          Metrics.recordEventLogBuffered(context, buffer.length)
-        }),
-      flush
-    })
-  })
+export const eventLogObserverLayer = Layer.effect(
+  EventLogObserver,
+  Effect.map(Effect.context<never>(), (context) => ({
+    buffered: (count: number) => Metrics.recordEventLogBuffered(context, count),
+    flushed: (size: number, lagMillis: number, durationMillis: number) =>
+      Metrics.recordEventLogFlush(context, size, lagMillis / 1000, durationMillis / 1000)
+  }))
 )

@@ -29,8 +29,9 @@
  * | `janus.config_file.valid` | gauge (1 valid and applied) | | `janus_config_file_valid` |
  *
  * Defined elsewhere and exported the same way: `studio.sse.dropped{reason}`
- * and `studio.sse.subscribers` (packages/sse), `janus.audit.dropped`
- * (packages/storage).
+ * and `studio.sse.subscribers` (packages/sse), `janus.audit.dropped` and
+ * `janus.event_log.dropped` (packages/storage). The event-log metrics are
+ * recorded from storage's `EventLogObserver` (`Instrument.eventLogObserverLayer`).
  *
  * **Rules**
  *
@@ -53,7 +54,7 @@
  * @since 0.1.0
  */
 import { Metrics as SseMetrics } from "@janus/sse"
-import { auditDropped } from "@janus/storage"
+import { auditDropped, eventLogDropped } from "@janus/storage"
 import { Clock, Context, Effect, Metric } from "effect"
 import * as Exemplars from "./Exemplars.ts"
 
@@ -170,7 +171,7 @@ export const eventLogFlushDuration = Metric.histogram("janus.event_log.flush.dur
 })
 
 export const eventLogBuffered = Metric.gauge("janus.event_log.buffered", {
-  description: "Events appended but not yet flushed"
+  description: "Events appended but not yet committed (waiting for the database, or being written)"
 })
 
 export const ready = Metric.gauge("janus.ready", {
@@ -398,7 +399,7 @@ export const withContext = (f: (context: Context.Context<never>) => void): Effec
  * Creates the series alerts and dashboards read at their zero value, so a
  * `rate()` or an alert has a series before the first event: drops of the
  * event stream (every reason), admission refusals (every reason), audit
- * records dropped, active calls, buffered events, draining.
+ * records and events dropped, active calls, buffered events, draining.
  */
 export const initialize = (context: Context.Context<never>): void => {
   for (const reason of ["coalesced", "overflow", "replay", "blocked"] as const) {
@@ -408,6 +409,7 @@ export const initialize = (context: Context.Context<never>): void => {
     refusalByReason(reason).updateUnsafe(0, slim(context))
   }
   auditDropped.updateUnsafe(0, slim(context))
+  eventLogDropped.updateUnsafe(0, slim(context))
   callsActive.modifyUnsafe(0, slim(context))
   eventLogBuffered.modifyUnsafe(0, slim(context))
   draining.modifyUnsafe(0, slim(context))

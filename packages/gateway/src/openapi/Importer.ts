@@ -17,7 +17,8 @@
  * - Endpoints are matched by name, so a re-import of a changed document
  *   shows and applies exactly what changed.
  * - A URL is fetched with a GET through `DownstreamClient` (SSRF guard, the
- *   connection's allow-list, 30 s, 20 MiB at most, redirects checked).
+ *   connection's allow-list, 30 s, 20 MiB at most, redirects checked). The
+ *   allow-list's entries are checked first, dry run or not.
  * - An existing connection of that name must be a rest connection.
  *
  * @since 0.1.0
@@ -31,6 +32,7 @@ import {
   type NotFound,
   type RestConnection,
   type StorageError,
+  Validation,
   type VersionConflict
 } from "@janus/storage"
 import { Context, Effect, Layer, Option, Result } from "effect"
@@ -129,6 +131,8 @@ export class OpenApiImporter extends Context.Service<OpenApiImporter, {
         })
 
       const prepare = Effect.fnUntraced(function*(request: ImportRequest) {
+        // refused before the document is fetched (through that allow-list) or a dry run says all is well
+        yield* Validation.checkEgressAllowList("connection", request.connection.egressAllowList ?? null)
         const text = "text" in request.source
           ? request.source.text
           : yield* fetchText(request.source.url, request.connection)

@@ -11,7 +11,9 @@
  *   and a second redaction finds nothing new.
  * - JSON is redacted as a value (`JsonWalk.ts`): strings, object keys, and
  *   integers that are card numbers (a card sent as a JSON number becomes the
- *   marker string). JSON text is parsed once, walked once, and serialized at
+ *   marker string). A string member whose key names a credential
+ *   (`CredentialNames`: `password`, `apiKey`, `client_secret`, …) is a
+ *   credential as a whole. JSON text is parsed once, walked once, and serialized at
  *   most once, only when something was redacted; text that is not JSON is
  *   redacted as plain text.
  * - Strings shorter than the shortest possible match are not scanned.
@@ -25,6 +27,7 @@
  * @since 0.1.0
  */
 import { Result } from "effect"
+import * as CredentialNames from "./CredentialNames.ts"
 import * as CustomPatterns from "./CustomPatterns.ts"
 import { InvalidRedactionConfig, PayloadTooDeep, RedactionConfigProblem } from "./Errors.ts"
 import * as JsonText from "./JsonText.ts"
@@ -90,6 +93,7 @@ class RedactionEngine implements Engine {
   private readonly scanner: Scanner.Scanner
   private readonly custom: CustomPatterns.CustomMatcher | undefined
   private readonly cards: boolean
+  private readonly credentials: boolean
   private readonly minLength: number
   private readonly maxDepth: number
   private readonly matches = new Matches()
@@ -117,8 +121,10 @@ class RedactionEngine implements Engine {
       ...patterns.map((p) => p.minLength)
     )
     this.maxDepth = maxDepth
+    this.credentials = builtins.includes("credential")
     this.walker = new JsonWalker({
       string: (s) => this.redactString(s),
+      member: (key, s) => this.redactMember(key, s),
       key: (key) => this.redactString(key),
       number: (n) => this.redactNumber(n)
     }, maxDepth)
@@ -199,6 +205,22 @@ class RedactionEngine implements Engine {
     }
     this.total += matches.length
     return out + text.slice(from)
+  }
+
+  /**
+   * An object member's string value: all of it is a credential when the key
+   * names one (`"password": "…"`, `"apiKey": "…"`), else it is redacted as a string.
+   */
+  private redactMember(key: string, value: string): string {
+    if (
+      !this.credentials || value === "" || value.startsWith(Kinds.MARKER_PREFIX) ||
+      CredentialNames.credentialKey(key, 0, key.length) === CredentialNames.NOT_A_KEY
+    ) {
+      return this.redactString(value)
+    }
+    this.counts[Kinds.CREDENTIAL]!++
+    this.total++
+    return this.markers[Kinds.CREDENTIAL]!
   }
 
   /** An integer that is a card number (13–16 digits fit a double exactly) becomes the card marker. */

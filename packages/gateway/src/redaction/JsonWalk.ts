@@ -14,8 +14,9 @@
  *   address to account, say). Two keys redacted to the same marker would
  *   collide and one value would be lost, so a later duplicate gets `#2`,
  *   `#3`…: the object keeps as many keys as it had, in the same order.
- * - Strings, keys and numbers go to the `Leaves` given; everything else
- *   (booleans, null) is kept.
+ * - Strings, keys and numbers go to the `Leaves` given (a string that is an
+ *   object member's value with its key, which can say what it holds);
+ *   everything else (booleans, null) is kept.
  *
  * @since 0.1.0
  */
@@ -23,6 +24,8 @@
 /** What the walk does with the leaves it meets; each returns its argument when it has nothing to change. */
 export interface Leaves {
   readonly string: (s: string) => string
+  /** A string that is the value of an object member: its key may say what it is (a password, say). */
+  readonly member: (key: string, s: string) => string
   readonly key: (key: string) => string
   readonly number: (n: number) => unknown
 }
@@ -86,7 +89,9 @@ export class JsonWalker {
           descended = true
           break
         }
-        const redacted = this.leaf(value)
+        const redacted = keys !== undefined && typeof value === "string"
+          ? this.leaves.member(keys[i - 1]!, value)
+          : this.leaf(value)
         if (redacted !== value) this.set(top, i - 1, redacted)
       }
       if (descended) continue

@@ -25,7 +25,11 @@ export const BUILTIN_KINDS = [
   "stripe_key",
   "google_api_key",
   "jwt",
-  "private_key"
+  "private_key",
+  "bearer_token",
+  "janus_token",
+  "sk_api_key",
+  "credential"
 ] as const
 
 /** The kind reported by one built-in detector. */
@@ -43,6 +47,10 @@ export const STRIPE_KEY = 7
 export const GOOGLE_API_KEY = 8
 export const JWT = 9
 export const PRIVATE_KEY = 10
+export const BEARER_TOKEN = 11
+export const JANUS_TOKEN = 12
+export const SK_API_KEY = 13
+export const CREDENTIAL = 14
 
 /** The text that replaces a redacted value of `kind`. */
 export const marker = (kind: string): string => `[REDACTED:${kind}]`

@@ -42,12 +42,28 @@
  *   PEM blocks `-----BEGIN … PRIVATE KEY-----` (or `PRIVATE KEY BLOCK`) to the
  *   next `-----END …-----`; without a footer, the header and the key body
  *   that follows it (base64 and header lines) are taken.
+ * - Bearer tokens: the credential after `Bearer ` (token68, at least 8
+ *   characters that look random: a digit, or an upper-case letter after a
+ *   lower-case one), so that prose about bearer tokens is left alone; the
+ *   scheme stays visible. Janus tokens: `jns_` / `jna_` + 20 or more of
+ *   `[A-Za-z0-9_-]`. `sk-` API keys (OpenAI, Anthropic and compatible):
+ *   20 or more of `[A-Za-z0-9_-]` with a digit, an upper- and a lower-case
+ *   letter.
+ * - Credential values: the value after a key that names a credential
+ *   (`CredentialNames.ts`) and `=` or `:`, quoted (to its closing quote on
+ *   the line) or up to a space or a delimiter of URLs, JSON and markup. After
+ *   a plain word and `:` (`password: …`) an unquoted value must look like a
+ *   secret (a digit, a symbol, or mixed case), so that "Password: required"
+ *   is left alone. A value that is already a marker is stepped over, so a
+ *   second redaction examines exactly what the first did. These runs, and
+ *   the tokens above, stop only where a PEM block begins (`-----BEGIN `).
  *
  * One scanner belongs to one engine and keeps its scratch arrays between
  * calls; it holds no reference to the text once `finish` is called.
  *
  * @since 0.1.0
  */
+import * as CredentialNames from "./CredentialNames.ts"
 import * as Iban from "./Iban.ts"
 import * as Kinds from "./Kinds.ts"
 import * as Luhn from "./Luhn.ts"
@@ -66,6 +82,8 @@ const LOCAL = 64 // [A-Za-z0-9._%+-]
 const PEM_BODY = 128 // base64, whitespace, and what header lines such as "DEK-Info: AES-128-CBC,..." contain
 const LABEL = 256 // [A-Z0-9 ], the words of a PEM label
 const ALNUM_DASH = 512 // [A-Za-z0-9-]
+const TOKEN68 = 1024 // [A-Za-z0-9._~+/-], an HTTP auth credential (RFC 9110 token68, without its trailing "=")
+const VALUE_STOP = 2048 // what ends an unquoted credential value: quotes and the delimiters of URLs, JSON, markup
 
 const CLASS = new Uint16Array(128)
 const addClass = (chars: string, bits: number): void => {
@@ -85,11 +103,20 @@ addClass(ALNUM + "._%+-", LOCAL)
 addClass(ALNUM + "+/=:,- \t\r\n", PEM_BODY)
 addClass(UPPERS + DIGITS + " ", LABEL)
 addClass(ALNUM + "-", ALNUM_DASH)
+addClass(ALNUM + "._~+/-", TOKEN68)
+addClass("\"'`&,;<>()[]{}|", VALUE_STOP)
 
 const SPACE = 32
+const PEM_BEGIN = "-----BEGIN "
 const DASH = 45
 const DOT = 46
 const AT = 64
+const EQUALS = 61
+const COLON = 58
+const TAB = 9
+const QUOTE = 34
+const APOSTROPHE = 39
+const BACKSLASH = 92
 
 const classOf = (c: number): number => (c < 128 ? CLASS[c]! : 0)
 const isDigit = (c: number): boolean => c >= 48 && c <= 57
@@ -110,6 +137,15 @@ export class Scanner {
   // Below these positions an attempt of the detector is known to fail.
   private jwtFloor = 0
   private slackFloor = 0
+  private janusFloor = 0
+  private skFloor = 0
+  private credentialFloor = 0
+  // The last run of key characters ([A-Za-z0-9_-]) looked at: a word starting inside it ends it there too.
+  private keyFrom = -1
+  private keyEnd = -1
+  // The last failed search for a closing " (index 0) or ' (index 1): from where, and where it gave up.
+  private readonly quoteMissFrom = [-1, -1]
+  private readonly quoteMissEnd = [-1, -1]
   // The last search for a PEM footer: from where, and what it found (-1: none after that point).
   private footerFrom = -1
   private footerAt = -1
@@ -138,6 +174,13 @@ export class Scanner {
     this.text = text
     this.jwtFloor = 0
     this.slackFloor = 0
+    this.janusFloor = 0
+    this.skFloor = 0
+    this.credentialFloor = 0
+    this.keyFrom = -1
+    this.keyEnd = -1
+    this.quoteMissFrom[0] = this.quoteMissFrom[1] = -1
+    this.quoteMissEnd[0] = this.quoteMissEnd[1] = -1
     this.footerFrom = -1
     this.footerAt = -1
   }
@@ -196,14 +239,20 @@ export class Scanner {
     return end
   }
 
-  /** The end of a token run of class `bits` from `from`; it stops before `-----`, where a PEM block may begin. */
-  private tokenEnd(from: number, bits: number): number {
+  /**
+   * The end of a token run of class `bits` from `from`; it stops before
+   * `stop` (`-----` by default), where a PEM block may begin. The newer
+   * detectors pass `-----BEGIN `, the one place a PEM block can start: they
+   * stop exactly there, so a dash left before it, which joins the run once
+   * the block is a marker, is counted alike by a second redaction.
+   */
+  private tokenEnd(from: number, bits: number, stop = "-----"): number {
     const text = this.text
     const to = this.to
     let i = from
     for (; i < to; i++) {
       const c = text.charCodeAt(i)
-      if ((classOf(c) & bits) === 0 || (c === DASH && this.has("-----", i))) break
+      if ((classOf(c) & bits) === 0 || (c === DASH && this.has(stop, i))) break
     }
     return i
   }
@@ -237,7 +286,9 @@ export class Scanner {
       return this.on(Kinds.CARD) || this.on(Kinds.SSN) ? this.digits(i) : this.runEnd(i + 1, WORD)
     }
     const wordEnd = this.runEnd(i + 1, WORD)
-    const end = (k & UPPER) !== 0 ? this.upper(i, wordEnd) : this.lower(i, wordEnd)
+    let end = (k & UPPER) !== 0 ? this.upper(i, wordEnd) : this.lower(i, wordEnd)
+    // Most words cannot end a credential's name: ruled out here without a call.
+    if (end < 0 && this.mayBeKey(wordEnd) && this.on(Kinds.CREDENTIAL)) end = this.credential(i, wordEnd)
     // Every match ends at or after the end of the word it starts in.
     return end > 0 ? end : wordEnd
   }
@@ -387,6 +438,10 @@ export class Scanner {
     if (i + 4 > this.to) return -1
     const c0 = text.charCodeAt(i)
     const c1 = text.charCodeAt(i + 1)
+    if (c0 === 66 /* B */ && this.on(Kinds.BEARER_TOKEN)) {
+      const end = this.bearer(i, wordEnd)
+      if (end > 0) return end
+    }
     if (c0 === 65 /* A */) {
       // AKIA / ASIA + 16 of [A-Z0-9], and nothing more in the word.
       if (
@@ -459,20 +514,29 @@ export class Scanner {
       }
       case 120 /* x */:
         return this.on(Kinds.SLACK_TOKEN) ? this.slack(i) : -1
+      case 98 /* b */:
+        return this.on(Kinds.BEARER_TOKEN) ? this.bearer(i, wordEnd) : -1
+      case 106 /* j */:
+        return this.on(Kinds.JANUS_TOKEN) ? this.janus(i) : -1
       case 115 /* s */:
-      case 114 /* r */: {
-        // sk_live_ / rk_live_ + 20..247 alphanumerics
-        if (!this.on(Kinds.STRIPE_KEY) || !this.has("k_live_", i + 1)) return -1
-        const n = wordEnd - i - 8
-        return n >= 20 && n <= 247 && this.all(i + 8, wordEnd, UPPER | LOWER | DIGIT)
-          ? this.emit(i, wordEnd, Kinds.STRIPE_KEY)
-          : -1
-      }
+        if (this.has("k-", i + 1)) return this.on(Kinds.SK_API_KEY) ? this.skKey(i) : -1
+        return this.stripe(i, wordEnd)
+      case 114 /* r */:
+        return this.stripe(i, wordEnd)
       case 101 /* e */:
         return this.on(Kinds.JWT) ? this.jwt(i) : -1
       default:
         return -1
     }
+  }
+
+  /** sk_live_ / rk_live_ + 20..247 alphanumerics. */
+  private stripe(i: number, wordEnd: number): number {
+    if (!this.on(Kinds.STRIPE_KEY) || !this.has("k_live_", i + 1)) return -1
+    const n = wordEnd - i - 8
+    return n >= 20 && n <= 247 && this.all(i + 8, wordEnd, UPPER | LOWER | DIGIT)
+      ? this.emit(i, wordEnd, Kinds.STRIPE_KEY)
+      : -1
   }
 
   /** xox[abprs]- + 10 or more of [A-Za-z0-9-], ending at a word boundary. */
@@ -508,6 +572,184 @@ export class Scanner {
     // A start inside the header run ends the header at the same place and fails the same way.
     this.jwtFloor = header
     return -1
+  }
+
+  // -------------------------------------------------- bearer, Janus and sk- tokens
+
+  /**
+   * `Bearer <token68>` (either case of the first letter): the token, of at
+   * least 8 characters that look random (a digit, or an upper-case letter
+   * after a lower-case one), so that prose about bearer tokens is left alone.
+   */
+  private bearer(i: number, wordEnd: number): number {
+    const text = this.text
+    const to = this.to
+    if (wordEnd - i !== 6 || !text.startsWith("earer", i + 1) || wordEnd >= to) return -1
+    let start = wordEnd
+    while (start < to && text.charCodeAt(start) === SPACE) start++
+    if (start === wordEnd) return -1
+    let end = this.tokenEnd(start, TOKEN68, PEM_BEGIN)
+    let padded = end
+    while (padded < to && text.charCodeAt(padded) === EQUALS) padded++
+    // A sentence's full stop after an unpadded token is not part of it.
+    if (padded === end) { while (end > start && text.charCodeAt(end - 1) === DOT) end-- }
+    if (end - start < 8 || !this.looksRandom(start, end)) return -1
+    return this.emit(start, padded === end ? end : padded, Kinds.BEARER_TOKEN)
+  }
+
+  /** True when `text[from, to)` has a digit, or an upper-case letter after a lower-case one. */
+  private looksRandom(from: number, to: number): boolean {
+    const text = this.text
+    let lower = false
+    for (let p = from; p < to; p++) {
+      const k = classOf(text.charCodeAt(p))
+      if ((k & DIGIT) !== 0 || ((k & UPPER) !== 0 && lower)) return true
+      if ((k & LOWER) !== 0) lower = true
+    }
+    return false
+  }
+
+  /** `jns_` / `jna_` + 20 or more of [A-Za-z0-9_-]: a Janus client or admin token. */
+  private janus(i: number): number {
+    if (i < this.janusFloor || !this.has("jn", i) || !this.has("_", i + 3)) return -1
+    const c2 = this.text.charCodeAt(i + 2)
+    if (c2 !== 97 /* a */ && c2 !== 115 /* s */) return -1
+    const end = this.tokenEnd(i + 4, B64URL, PEM_BEGIN)
+    if (end - i - 4 >= 20) return this.emit(i, end, Kinds.JANUS_TOKEN)
+    // A start inside this run reaches the same end with fewer characters: it fails too.
+    this.janusFloor = end
+    return -1
+  }
+
+  /** `sk-` + 20 or more of [A-Za-z0-9_-] with a digit, an upper- and a lower-case letter (OpenAI, Anthropic, …). */
+  private skKey(i: number): number {
+    if (i < this.skFloor) return -1
+    const text = this.text
+    const end = this.tokenEnd(i + 3, B64URL, PEM_BEGIN)
+    let seen = 0
+    for (let p = i + 3; p < end; p++) seen |= classOf(text.charCodeAt(p))
+    if (end - i - 3 >= 20 && (seen & DIGIT) !== 0 && (seen & UPPER) !== 0 && (seen & LOWER) !== 0) {
+      return this.emit(i, end, Kinds.SK_API_KEY)
+    }
+    // A start inside this run sees a suffix of it: shorter, and lacking what this one lacked.
+    this.skFloor = end
+    return -1
+  }
+
+  // ------------------------------------------------------ credential values
+
+  /**
+   * A key naming a credential (`credentialKey`), `=` or `:` (spaces around
+   * allowed; a JSON key's closing quote before the `:`), then its value:
+   * quoted (to the closing quote on the line) or up to a space or a
+   * delimiter (`VALUE_STOP`). The value is the match. After a plain word
+   * (`password: …`) an unquoted value must look like a secret, so that prose
+   * ("Password: required") is left alone; after `=` or a compound name
+   * (`api_key`, `DB_PASSWORD`, `X-Api-Key`) any value is one.
+   */
+  /** Whether the word ending at `wordEnd` may end a credential's name, or go on into a longer key (`x-api-key`). */
+  private mayBeKey(wordEnd: number): boolean {
+    return CredentialNames.mayEndName(this.text.charCodeAt(wordEnd - 1)) ||
+      (wordEnd < this.to && this.text.charCodeAt(wordEnd) === DASH)
+  }
+
+  private credential(i: number, wordEnd: number): number {
+    if (i < this.credentialFloor) return -1
+    const text = this.text
+    const to = this.to
+    let keyEnd = wordEnd
+    const next = wordEnd < to ? text.charCodeAt(wordEnd) : 0
+    if (next === DASH) {
+      // Only a dash carries a key past the word (`x-api-key`); such runs are measured once.
+      if (i < this.keyFrom || i >= this.keyEnd) {
+        this.keyFrom = i
+        this.keyEnd = this.tokenEnd(i, B64URL, PEM_BEGIN)
+      }
+      keyEnd = this.keyEnd
+    } else if (next !== EQUALS && next !== COLON && next !== SPACE && next !== QUOTE && next !== APOSTROPHE) {
+      if (next !== TAB) return -1
+    }
+    if (!CredentialNames.mayEndName(text.charCodeAt(keyEnd - 1))) return -1
+    let p = keyEnd
+    const before = i > this.lastEnd ? text.charCodeAt(i - 1) : 0
+    if ((before === QUOTE || before === APOSTROPHE) && p < to && text.charCodeAt(p) === before) p++
+    while (p < to && (text.charCodeAt(p) === SPACE || text.charCodeAt(p) === TAB)) p++
+    if (p >= to) return -1
+    const delimiter = text.charCodeAt(p)
+    if (delimiter !== EQUALS && delimiter !== COLON) return -1
+    p++
+    if (delimiter === EQUALS && p < to && text.charCodeAt(p) === EQUALS) return -1
+    const kind = CredentialNames.credentialKey(text, i, keyEnd)
+    if (kind === CredentialNames.NOT_A_KEY) return -1
+    while (p < to && (text.charCodeAt(p) === SPACE || text.charCodeAt(p) === TAB)) p++
+    if (p >= to) return -1
+    const open = text.charCodeAt(p)
+    if (open === QUOTE || open === APOSTROPHE) {
+      const close = this.closingQuote(p + 1, open)
+      if (close > p + 1) return this.emit(p + 1, close, Kinds.CREDENTIAL)
+      if (close > 0) {
+        this.credentialFloor = close
+        return -1
+      }
+      p++ // no closing quote in sight: the value runs as if unquoted
+    }
+    // Already redacted: skipped like a value, so that a second pass examines what the first did.
+    if (text.startsWith(Kinds.MARKER_PREFIX, p)) {
+      // a marker's name is at most 40 characters: a bounded look for its "]"
+      const limit = Math.min(to, p + Kinds.MARKER_PREFIX.length + 41)
+      for (let q = p + Kinds.MARKER_PREFIX.length; q < limit; q++) if (text.charCodeAt(q) === 93 /* ] */) return q + 1
+      return -1
+    }
+    const start = p
+    while (p < to) {
+      const c = text.charCodeAt(p)
+      if (c <= SPACE || c === 127 || (classOf(c) & VALUE_STOP) !== 0 || (c === DASH && this.has(PEM_BEGIN, p))) {
+        break
+      }
+      p++
+    }
+    if (p > start && (delimiter === EQUALS || kind === CredentialNames.COMPOUND_KEY || this.looksSecret(start, p))) {
+      return this.emit(start, p, Kinds.CREDENTIAL)
+    }
+    // A key inside this value would need an "=" or ":", which would have made it look like a secret.
+    this.credentialFloor = p
+    return -1
+  }
+
+  /**
+   * The closing `quote` from `from` on the same line (a backslash escapes one
+   * character), or -1. A marker ends the search as the end of the range does:
+   * where the first pass saw the range end at a custom match, a second pass
+   * sees that match's marker, and both must judge the value alike.
+   */
+  private closingQuote(from: number, quote: number): number {
+    const text = this.text
+    const q = quote === QUOTE ? 0 : 1
+    // A search from inside the span a failed search covered gives up at the same place: not read twice.
+    if (from >= this.quoteMissFrom[q]! && from < this.quoteMissEnd[q]!) return -1
+    let p = from
+    for (; p < this.to; p++) {
+      const c = text.charCodeAt(p)
+      if (c === quote) return p
+      if (c === 10 || c === 13 || (c === 91 /* [ */ && text.startsWith(Kinds.MARKER_PREFIX, p))) break
+      if (c === BACKSLASH) p++
+    }
+    this.quoteMissFrom[q] = from
+    this.quoteMissEnd[q] = p
+    return -1
+  }
+
+  /** A value after a plain word and a colon: a digit, a symbol, or an upper-case letter after a lower-case one. */
+  private looksSecret(from: number, to: number): boolean {
+    const text = this.text
+    let end = to
+    // A sentence's punctuation is not part of the value.
+    while (end > from && ".,!?;:".includes(text.charAt(end - 1))) end--
+    for (let p = from; p < end; p++) {
+      const k = classOf(text.charCodeAt(p))
+      if ((k & (UPPER | LOWER | DIGIT)) === 0 || (k & DIGIT) !== 0) return true
+    }
+    return this.looksRandom(from, end)
   }
 
   // ----------------------------------------------------------------- e-mail

@@ -31,11 +31,15 @@
  * - Redaction (`REDACTION_ENABLED`): arguments are redacted before the
  *   request is built (so nothing sensitive leaves), the downstream body before
  *   the client sees it; the count goes to the audit record.
+ * - Whatever the redaction setting, the credential injected into the request
+ *   (`injectedCredential`) is scrubbed from the downstream body, before it is
+ *   trimmed, cached or shown: a downstream that echoes headers cannot hand
+ *   the secret to the client. Scrubbed values count as redactions.
  *
  * @since 0.1.0
  */
 import { ChangeFeed, ConfigCache, type ConfigSnapshot, type RestConnection, SecretCache } from "@janus/storage"
-import { Cache, Duration, Effect, Layer, Option, Stream } from "effect"
+import { Cache, Duration, Effect, Layer, Option, type Redacted, Stream } from "effect"
 import { type CallRecord, CurrentCall } from "../calls/CallRecord.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import {
@@ -43,7 +47,8 @@ import {
   DownstreamClient,
   type DownstreamError,
   type DownstreamResponse,
-  type EgressConnection
+  type EgressConnection,
+  injectedCredential
 } from "../egress/index.ts"
 import {
   type CallToolResult,
@@ -54,7 +59,7 @@ import {
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import { Redactor } from "../redaction/index.ts"
+import { InjectedSecrets, Redactor } from "../redaction/index.ts"
 import * as RestRequest from "./RestRequest.ts"
 import * as RestResult from "./RestResult.ts"
 import * as RestValidation from "./RestValidation.ts"
@@ -214,20 +219,21 @@ export const layer: Layer.Layer<
       yield* feed.register((change) => cacheKinds.has(change.kind) ? Cache.invalidateAll(responses) : Effect.void)
     }
 
-    const send = (tool: CompiledTool, request: RestRequest.RestRequest, signal: AbortSignal) =>
-      Effect.gen(function*() {
-        const auth = tool.connection.auth
-        const secret = auth.scheme === "none" ? undefined : yield* secrets.reveal(auth.secret)
-        return yield* downstream.call(tool.egress, {
-          method: request.method,
-          path: request.path,
-          query: request.query as Array<[string, string]>,
-          headers: request.headers,
-          body: request.body,
-          idempotent: tool.plan.endpoint.idempotent,
-          secret,
-          signal
-        })
+    const send = (
+      tool: CompiledTool,
+      request: RestRequest.RestRequest,
+      signal: AbortSignal,
+      secret: Redacted.Redacted<string> | undefined
+    ) =>
+      downstream.call(tool.egress, {
+        method: request.method,
+        path: request.path,
+        query: request.query as Array<[string, string]>,
+        headers: request.headers,
+        body: request.body,
+        idempotent: tool.plan.endpoint.idempotent,
+        secret,
+        signal
       })
 
     /** The first call of a tool version compiles its validators (later snapshots find them in `validation`). */
@@ -247,11 +253,16 @@ export const layer: Layer.Layer<
       tool: CompiledTool,
       validators: RestValidation.ToolValidators,
       response: DownstreamResponse,
-      record: Option.Option<CallRecord>
+      record: Option.Option<CallRecord>,
+      injected: InjectedSecrets
     ) =>
       Effect.gen(function*() {
         const contentType = response.headers["content-type"]
         let body = decoder.decode(response.body)
+        // Always, redaction on or off: the downstream may echo the credential Janus injected.
+        const scrubbed = injected.scrub(body)
+        body = scrubbed.text
+        if (scrubbed.count > 0 && Option.isSome(record)) record.value.redactions += scrubbed.count
         if (redactor.enabled) {
           const redacted = /json/i.test(contentType ?? "")
             ? yield* redactor.redactJsonText(body).pipe(
@@ -322,7 +333,11 @@ export const layer: Layer.Layer<
             }
           }
 
-          const call = send(tool, req, request.signal)
+          const auth = tool.connection.auth
+          const secret = auth.scheme === "none"
+            ? undefined
+            : yield* secrets.reveal(auth.secret).pipe(Effect.mapError((error) => refusal(request.name, error)))
+          const call = send(tool, req, request.signal, secret)
           const response = yield* Option.match(request.progress, {
             onNone: () => call,
             onSome: (report) => {
@@ -339,7 +354,13 @@ export const layer: Layer.Layer<
             record.value.status = response.status
             record.value.bytesIn = response.body.length
           }
-          const result = yield* toResult(tool, validators, response, record)
+          const result = yield* toResult(
+            tool,
+            validators,
+            response,
+            record,
+            secret === undefined ? InjectedSecrets.none : injectedCredential(tool.egress.auth!, secret)
+          )
           if (cacheKey !== undefined && result.isError !== true) yield* Cache.set(responses!, cacheKey, result)
           return result
         })

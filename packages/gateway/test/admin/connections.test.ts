@@ -164,6 +164,24 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
           "retry.maxAttempts"
         ],
         [{ kind: "soap", name: "x" }, 400, "invalid_input", "kind"],
+        [
+          restConnection("x", { egressAllowList: ["http://127.0.0.1:9103"] }),
+          400,
+          "invalid_input",
+          "egressAllowList.0"
+        ],
+        [
+          restConnection("x", { egressAllowList: ["10.0.0.0/8", "127.0.0.1:99999"] }),
+          400,
+          "invalid_input",
+          "egressAllowList.1"
+        ],
+        [
+          { kind: "mcp", name: "x", url: "https://m.example", egressAllowList: ["https://m.example"] },
+          400,
+          "invalid_input",
+          "egressAllowList.0"
+        ],
         [{ name: "x" }, 400, "invalid_input", "kind"]
       ]
       for (const [body, status, code, path] of cases) {
@@ -172,6 +190,19 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
         assert.isString(reply.body.error.fields[0].message)
         assert.isAbove(reply.body.error.message.length, 10)
       }
+      // an allow-list entry is refused with its value and the accepted forms; one with a port is kept as written
+      const badEntry = expectStatus(
+        yield* c.post("/api/v1/connections", restConnection("x", { egressAllowList: ["http://127.0.0.1:9103"] })),
+        400
+      )
+      assert.include(badEntry.body.error.message, "\"http://127.0.0.1:9103\"")
+      assert.include(badEntry.body.error.message, "billing.internal:8443")
+      const ported = expectStatus(
+        yield* c.post("/api/v1/connections", restConnection("ported", { egressAllowList: ["127.0.0.1:9103"] })),
+        201
+      )
+      assert.deepStrictEqual(ported.body.egressAllowList, ["127.0.0.1:9103"])
+
       // credentials in a URL are refused, and not echoed back
       const secretUrl = expectStatus(
         yield* c.post("/api/v1/connections", restConnection("x", { baseUrl: "https://user:hunter2@api.example.com" })),

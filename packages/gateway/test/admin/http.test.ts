@@ -94,6 +94,48 @@ layer(Support.layer(), Support.suiteOptions)("admin API: request bodies", (it) =
       )
       assert.deepStrictEqual(fieldPaths(key), ["inputSchema.?"])
     }))
+
+  it.effect(
+    "a value Postgres cannot store is refused naming the field, the value (escaped) and what is expected; " +
+      "nothing changes and a secret is never echoed",
+    () =>
+      Effect.gen(function*() {
+        const c = client(yield* adminToken())
+        const nul = expectStatus(
+          yield* c.post("/api/v1/connections", restConnection("nul-name", { description: "bad\u0000value" })),
+          400,
+          "invalid_request"
+        )
+        const [field] = nul.body.error.fields
+        assert.strictEqual(field.path, "description")
+        assert.include(field.message, String.raw`"bad\u0000value"`)
+        assert.include(field.message, "U+0000")
+        assert.include(nul.body.error.message, "description")
+        const lone = expectStatus(
+          yield* c.call("POST", "/api/v1/client-tokens", { text: `{"name":"t","allowedTools":["ok","x\\udc00"]}` }),
+          400,
+          "invalid_request"
+        )
+        assert.deepStrictEqual(fieldPaths(lone), ["allowedTools.1"])
+        assert.include(lone.body.error.fields[0].message, String.raw`"x\udc00"`)
+        const list = expectStatus(yield* c.get("/api/v1/connections?limit=500"), 200)
+        assert.isFalse(list.body.items.some((i: { name: string }) => i.name === "nul-name"), "nothing written")
+
+        // never echoed: a secret's value, or a field named like a credential
+        const secret = expectStatus(yield* c.put("/api/v1/secrets/nul-secret", { value: "hunter2\u0000" }), 400)
+        assert.deepStrictEqual(fieldPaths(secret), ["value"])
+        assert.notInclude(secret.text, "hunter2")
+        const auth = expectStatus(
+          yield* c.post(
+            "/api/v1/connections",
+            restConnection("nul-auth", { auth: { scheme: "bearer", secret: "tok3n\u0000" } })
+          ),
+          400
+        )
+        assert.deepStrictEqual(fieldPaths(auth), ["auth.secret"])
+        assert.notInclude(auth.text, "tok3n")
+      })
+  )
 })
 
 layer(Support.layer(), Support.suiteOptions)("admin API: routing and headers", (it) => {

@@ -115,6 +115,19 @@ layer(Layer.provideMerge(Support.layer(), MockApiLive), Support.suiteOptions)(PA
         400,
         "invalid_request"
       )
+      // an allow-list entry that is not one is refused before anything is fetched or planned, dry run included
+      for (const dryRun of ["true", "false"]) {
+        const badAllow = expectStatus(
+          yield* c.post(`${PATH}?dryRun=${dryRun}`, {
+            source: { url: "http://127.0.0.1:9/openapi.json" },
+            connection: { name: "p", egressAllowList: ["http://127.0.0.1:9"] }
+          }),
+          400,
+          "invalid_input"
+        )
+        assert.deepStrictEqual(fieldPaths(badAllow), ["connection.egressAllowList.0"])
+        assert.include(badAllow.body.error.message, "billing.internal:8443")
+      }
       const notOpenApi = expectStatus(
         yield* c.post(`${PATH}?dryRun=true`, { source: { text: "{\"swagger\": \"2.0\"}" }, connection: { name: "p" } }),
         422,

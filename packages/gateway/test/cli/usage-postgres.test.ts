@@ -53,6 +53,11 @@ describe.concurrent("janus usage and flag errors", () => {
         /Error: --auth bearer needs --secret\n {2}Fix: add --secret NAME/
       ],
       [["connection", "add", "bad", "--base-url", "https://x.example", "--allow", "10.0.0.0/99"], /prefix length/],
+      [
+        ["connection", "add", "bad", "--base-url", "https://x.example", "--allow", "http://10.0.0.1:8443"],
+        /--allow: allow-list entry "http:\/\/10\.0\.0\.1:8443": it is a URL.*billing\.internal:8443/
+      ],
+      [["connection", "add", "bad", "--base-url", "https://x.example", "--allow", "10.0.0.1:0"], /port must be/],
       [["token", "create", "t", "--expires", "soon"], /--expires "soon" is not a duration or a date/],
       [
         ["endpoint", "add", "e", "--connection", "c", "--method", "GET", "--path", "/", "--arg", "q=nowhere"],
@@ -103,7 +108,7 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     let r = await janus(["doctor"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
-    assert.match(r.stdout, /FAIL {2}database: reachable; 7 migration\(s\) pending: run `janus migrate`/)
+    assert.match(r.stdout, /FAIL {2}database: reachable; 8 migration\(s\) pending: run `janus migrate`/)
 
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)

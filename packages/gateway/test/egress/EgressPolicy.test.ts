@@ -159,13 +159,90 @@ describe("EgressPolicy", () => {
       Effect.gen(function*() {
         const policy = yield* EgressPolicy
         const allow = Result.getOrThrow(AllowList.make(["billing.internal", "*.svc.cluster.local", "localhost"]))
-        assert.isUndefined(policy.checkResolved("billing.internal", "10.0.0.5", allow))
-        assert.isUndefined(policy.checkResolved("BILLING.internal.", "10.0.0.5", allow))
-        assert.isUndefined(policy.checkResolved("api.ns.svc.cluster.local", "10.96.0.1", allow))
-        assert.strictEqual(policy.checkResolved("svc.cluster.local", "10.96.0.1", allow)?.reason, "private (RFC 1918)")
-        assert.strictEqual(policy.checkResolved("other.internal", "10.0.0.5", allow)?.phase, "connect")
+        assert.isUndefined(policy.checkResolved("billing.internal", "10.0.0.5", allow, 443))
+        assert.isUndefined(policy.checkResolved("BILLING.internal.", "10.0.0.5", allow, 443))
+        assert.isUndefined(policy.checkResolved("api.ns.svc.cluster.local", "10.96.0.1", allow, 443))
+        assert.strictEqual(
+          policy.checkResolved("svc.cluster.local", "10.96.0.1", allow, 443)?.reason,
+          "private (RFC 1918)"
+        )
+        assert.strictEqual(policy.checkResolved("other.internal", "10.0.0.5", allow, 443)?.phase, "connect")
         assert.isUndefined(policy.checkUrl(new URL("http://localhost:9000/"), allow, "url"))
       }).pipe(Effect.provide(EgressPolicy.layerDefault)))
+
+    it.effect("an entry with a port allows that port only, IP literals and names alike", () =>
+      Effect.gen(function*() {
+        const policy = yield* EgressPolicy
+        assert.isUndefined(yield* check("http://127.0.0.1:9103/", ["127.0.0.1:9103"]))
+        assert.strictEqual((yield* check("http://127.0.0.1:9104/", ["127.0.0.1:9103"]))?.reason, "loopback")
+        assert.strictEqual((yield* check("http://127.0.0.1/", ["127.0.0.1:9103"]))?.reason, "loopback")
+        // the scheme's default port is the port of a URL without one
+        assert.isUndefined(yield* check("https://10.1.2.3/", ["10.0.0.0/8:443"]))
+        assert.isUndefined(yield* check("http://10.1.2.3:443/", ["10.0.0.0/8:443"]))
+        assert.strictEqual((yield* check("http://10.1.2.3/", ["10.0.0.0/8:443"]))?.reason, "private (RFC 1918)")
+        assert.isUndefined(yield* check("http://[fd00::5]:8443/", ["[fd00::/8]:8443"]))
+        assert.isUndefined(yield* check("http://[fd00::5]:8443/", ["[fd00::5]:8443"]))
+        assert.strictEqual(
+          (yield* check("http://[fd00::5]:8444/", ["[fd00::/8]:8443"]))?.reason,
+          "unique-local (fc00::/7)"
+        )
+        // a port-less entry for the same address still allows every port
+        assert.isUndefined(yield* check("http://127.0.0.1:9104/", ["127.0.0.1:9103", "127.0.0.1"]))
+
+        const allow = Result.getOrThrow(
+          AllowList.make(["billing.internal:8443", ".svc.cluster.local:80", "*.corp.example:443", "localhost:9000"])
+        )
+        assert.isUndefined(policy.checkResolved("billing.internal", "10.0.0.5", allow, 8443))
+        assert.strictEqual(
+          policy.checkResolved("billing.internal", "10.0.0.5", allow, 8444)?.reason,
+          "private (RFC 1918)"
+        )
+        assert.isUndefined(policy.checkResolved("api.ns.svc.cluster.local", "10.96.0.1", allow, 80))
+        assert.isDefined(policy.checkResolved("api.ns.svc.cluster.local", "10.96.0.1", allow, 8080))
+        assert.isDefined(policy.checkResolved("svc.cluster.local", "10.96.0.1", allow, 80))
+        assert.isUndefined(policy.checkResolved("git.corp.example", "10.9.9.9", allow, 443))
+        assert.isUndefined(policy.checkUrl(new URL("http://localhost:9000/"), allow, "url"))
+        assert.strictEqual(
+          policy.checkUrl(new URL("http://localhost:9001/"), allow, "url")?.reason,
+          "a localhost name (RFC 6761)"
+        )
+        // a name allowed on one port is still dialled only where it resolves to an allowed address on others
+        assert.isUndefined(policy.checkResolved("billing.internal", "93.184.216.34", allow, 8444))
+      }).pipe(Effect.provide(EgressPolicy.layerDefault)))
+
+    it("refuses what is not an address, CIDR, host name or suffix (with an optional port), naming the value and the forms", () => {
+      const refusedEntries: ReadonlyArray<readonly [string, string]> = [
+        ["http://127.0.0.1:9103", "a URL"],
+        ["https://billing.internal", "a URL"],
+        ["billing.internal/v1", ""],
+        ["user@billing.internal", ""],
+        ["127.0.0.1:0", "port"],
+        ["127.0.0.1:65536", "port"],
+        ["127.0.0.1:", "port"],
+        ["billing.internal:https", "port"],
+        ["billing.internal:80:81", ""],
+        ["[fd00::1]:", "port"],
+        ["[fd00::1", ""],
+        ["[10.0.0.1]:80", ""],
+        ["10.0.0.0/8/9", ""],
+        ["10.0.0.0/33:80", "prefix length"],
+        ["*", ""],
+        ["*.", ""],
+        [".", ""],
+        ["", ""],
+        ["fe80::1%eth0", ""],
+        ["999.1.1.1", ""],
+        ["bad_host name", ""]
+      ]
+      for (const [entry, problem] of refusedEntries) {
+        const made = AllowList.make(["10.0.0.0/8", entry])
+        assert.isTrue(Result.isFailure(made), `${JSON.stringify(entry)} should be refused`)
+        if (!Result.isFailure(made)) continue
+        assert.include(made.failure, JSON.stringify(entry))
+        assert.include(made.failure, problem)
+        assert.include(made.failure, "billing.internal:8443", "the accepted forms are named")
+      }
+    })
 
     it("rejects malformed entries and spells equal lists alike", () => {
       for (const entry of ["10.0.0.0/33", "10.0.0.0/", "not a host", "fd00::/129", "a/b"]) {
@@ -174,6 +251,13 @@ describe("EgressPolicy", () => {
       const a = Result.getOrThrow(AllowList.make(["b.internal", "10.0.0.0/8"]))
       const b = Result.getOrThrow(AllowList.make(["10.0.0.0/8", "B.Internal."]))
       assert.strictEqual(a.key, b.key)
+      const withPorts = Result.getOrThrow(AllowList.make(["b.internal:443", ".svc.local:80", "[FD00::1]:8443"]))
+      const same = Result.getOrThrow(AllowList.make(["[fd00::1]:8443", "*.svc.local:80", "B.Internal.:443"]))
+      assert.strictEqual(withPorts.key, same.key)
+      assert.notStrictEqual(
+        withPorts.key,
+        Result.getOrThrow(AllowList.make(["b.internal", ".svc.local", "fd00::1"])).key
+      )
       assert.isTrue(AllowList.empty.isEmpty)
     })
   })

@@ -78,6 +78,39 @@ describe("redirects", () => {
       assert.strictEqual(error.reason, "link-local (cloud metadata)")
     }).pipe(Effect.provide(egress({ names: { "metadata.test": "169.254.169.254" } }))))
 
+  it.live("an allow-list entry with a port: the call reaches that port, a redirect to another port is refused", () =>
+    Effect.gen(function*() {
+      const allowed = yield* redirector
+      const other = yield* redirector
+      const connection = { id: "r", baseUrl: allowed.origin, allow: [`127.0.0.1:${allowed.port}`] }
+      const response = yield* call(connection, { method: "GET", path: to("/final") })
+      assert.strictEqual(response.status, 200)
+      assert.strictEqual(response.redirects, 1)
+      const error = yield* Effect.flip(call(connection, { method: "GET", path: to(`${other.origin}/final`, 307) }))
+      assert.strictEqual(error._tag, "EgressRefused")
+      if (error._tag !== "EgressRefused") return
+      assert.strictEqual(error.phase, "redirect")
+      assert.strictEqual(error.address, "127.0.0.1")
+      assert.strictEqual(other.received.length, 0)
+    }).pipe(Effect.provide(egress())))
+
+  it.live("a host name allow-listed with a port is trusted on that port only, checked where it is dialled", () =>
+    Effect.gen(function*() {
+      const allowed = yield* redirector
+      const other = yield* redirector
+      const connection = { id: "r", baseUrl: `http://svc.test:${allowed.port}`, allow: [`svc.test:${allowed.port}`] }
+      const response = yield* call(connection, { method: "GET", path: to("/final") })
+      assert.strictEqual(response.status, 200)
+      const error = yield* Effect.flip(
+        call(connection, { method: "GET", path: to(`http://svc.test:${other.port}/final`, 307) })
+      )
+      assert.strictEqual(error._tag, "EgressRefused")
+      if (error._tag !== "EgressRefused") return
+      assert.strictEqual(error.phase, "connect")
+      assert.strictEqual(error.reason, "loopback")
+      assert.strictEqual(other.received.length, 0)
+    }).pipe(Effect.provide(egress({ names: { "svc.test": "127.0.0.1" } }))))
+
   it.live("stops after 5 redirects", () =>
     Effect.gen(function*() {
       const server = yield* redirector

@@ -52,8 +52,28 @@ describe("CompositeCatalog", () => {
 
       const fired = yield* Ref.make(0)
       yield* composite.changes.pipe(Stream.runForEach(() => Ref.update(fired, (n) => n + 1)), Effect.forkScoped)
-      // let the subscriber start; then wait for both signals (bounded), not a fixed time: the machine may be busy
-      yield* Effect.sleep("100 millis")
+      // the merged stream subscribes to each catalog when its fiber first runs, which on a busy machine can take
+      // longer than any fixed sleep: add and remove a probe on each catalog until its signal arrives (bounded), so
+      // both are subscribed before the changes under test
+      for (const control of [rest.control, fed.control]) {
+        let seen = false
+        for (let i = 0; i < 100 && !seen; i++) {
+          yield* control.upsert(tool("probe", "probe"))
+          yield* control.remove("probe")
+          for (let j = 0; j < 10 && !seen; j++) {
+            yield* Effect.sleep("10 millis")
+            seen = (yield* Ref.get(fired)) > 0
+          }
+        }
+        assert.isTrue(seen, "the composite's changes reach a subscriber")
+        // the probe's later signals: wait until the count holds still, then start from zero
+        for (let last = -1, now = yield* Ref.get(fired); now !== last;) {
+          yield* Effect.sleep("100 millis")
+          last = now
+          now = yield* Ref.get(fired)
+        }
+        yield* Ref.set(fired, 0)
+      }
       yield* fed.control.upsert(tool("gh/new", "fed"))
       yield* rest.control.remove("get_pet")
       for (let i = 0; i < 300 && (yield* Ref.get(fired)) < 2; i++) yield* Effect.sleep("10 millis")

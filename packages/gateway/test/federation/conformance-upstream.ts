@@ -9,8 +9,7 @@
  */
 import { toNodeHandler } from "@modelcontextprotocol/node"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { CreateMessageResultSchema, ElicitResultSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js"
 import {
   acceptedContent,
   createMcpHandler,
@@ -18,31 +17,14 @@ import {
   inputRequired,
   McpServer as McpServerV2
 } from "@modelcontextprotocol/server"
-import { randomUUID } from "node:crypto"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import { z } from "zod"
+import { serveMcp, v1Sessions } from "./upstreams.ts"
 
 // a 1x1 red PNG and a tiny WAV header
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 const WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-const readJson = (req: IncomingMessage): Promise<unknown> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8")
-      try {
-        resolve(text === "" ? undefined : JSON.parse(text))
-      } catch (error) {
-        reject(error)
-      }
-    })
-    req.on("error", reject)
-  })
 
 const makeServer = () => {
   const server = new McpServer(
@@ -134,47 +116,8 @@ export interface ConformanceUpstream {
 
 /** Starts the upstream on an ephemeral loopback port (`/mcp`). */
 export const start = async (): Promise<ConformanceUpstream> => {
-  const sessions = new Map<string, StreamableHTTPServerTransport>()
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const sessionId = req.headers["mcp-session-id"] as string | undefined
-    const body = req.method === "POST" ? await readJson(req) : undefined
-    const existing = sessionId === undefined ? undefined : sessions.get(sessionId)
-    if (existing !== undefined) return existing.handleRequest(req, res, body)
-    if (sessionId === undefined && req.method === "POST" && isInitializeRequest(body)) {
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, transport)
-        }
-      })
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
-      }
-      await makeServer().connect(transport)
-      return transport.handleRequest(req, res, body)
-    }
-    res.writeHead(sessionId === undefined ? 400 : 404, { "content-type": "application/json" }).end(
-      JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request" }, id: null })
-    )
-  }
-  const server = createServer((req, res) => {
-    handle(req, res).catch(() => {
-      if (!res.headersSent) res.writeHead(500).end()
-    })
-  })
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    stop: async () => {
-      sessions.clear()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    }
-  }
+  const { handle, sessions } = v1Sessions(makeServer)
+  return serveMcp(handle, () => sessions.clear())
 }
 
 interface FlowState {
@@ -328,17 +271,5 @@ const modernServer = () => {
 /** The SDK v2 upstream behind `createMcpHandler` (2026-07-28 only), on an ephemeral loopback port. */
 export const startModern = async (): Promise<ConformanceUpstream> => {
   const node = toNodeHandler(createMcpHandler(modernServer, { legacy: "reject", keepAliveMs: 1_000 }))
-  const server = createServer((req, res) => void node(req as never, res))
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    stop: async () => {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    }
-  }
+  return serveMcp((req, res) => node(req as never, res))
 }

@@ -14,6 +14,7 @@ import { ElicitRequestSchema, LoggingMessageNotificationSchema } from "@modelcon
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
+import * as Stateless from "../support/StatelessRequests.ts"
 import { waitUntil } from "./support.ts"
 import * as Upstreams from "./upstreams.ts"
 
@@ -76,36 +77,17 @@ const textOf = (result: unknown) => (result as { content: Array<{ text: string }
 const callTool = (client: ClientV1, name: string, args: Record<string, unknown>) =>
   Effect.promise(() => client.callTool({ name, arguments: args }).then(textOf))
 
-/** A raw 2026-07-28 tools/call; the response body as text. */
+/** A raw 2026-07-28 tools/call of a client that declares no capabilities. */
 const modernCall = (name: string, args: Record<string, unknown>, meta: Record<string, unknown>) =>
-  Effect.flatMap(urlOf("/mcp"), (url) =>
-    Effect.promise(async () => {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tools/call",
-          "mcp-name": name
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 7,
-          method: "tools/call",
-          params: {
-            name,
-            arguments: args,
-            _meta: {
-              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": {},
-              ...meta
-            }
-          }
+  Effect.flatMap(
+    urlOf("/mcp"),
+    (url) =>
+      Effect.promise(() =>
+        Stateless.post(url, "tools/call", { name, arguments: args }, {
+          meta: { "io.modelcontextprotocol/clientCapabilities": {}, ...meta }
         })
-      })
-      return { type: response.headers.get("content-type") ?? "", text: await response.text() }
-    }))
+      )
+  )
 
 const federated = Effect.gen(function*() {
   const { client } = yield* connect("2025", false)
@@ -158,15 +140,15 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("relay to the c
       const level = "io.modelcontextprotocol/logLevel"
       const opted = yield* modernCall("v1/chatty", { text: "hi" }, { [level]: "info" })
       assert.include(opted.type, "text/event-stream")
-      const messages = opted.text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)))
+      const messages = opted.messages
       assert.deepStrictEqual(messages.map((m) => m.method ?? "result"), ["notifications/message", "result"])
       assert.strictEqual(messages[0].params.data, "about to say hi")
       assert.strictEqual(messages[1].result.content[0].text, "hi")
 
       for (const meta of [{}, { [level]: "error" }]) {
         const quiet = yield* modernCall("v1/chatty", { text: "hi" }, meta)
-        assert.notInclude(quiet.text, "notifications/message")
-        assert.include(quiet.text, "\"text\":\"hi\"")
+        assert.deepStrictEqual(quiet.messages.map((m) => m.method ?? "result"), ["result"])
+        assert.strictEqual(quiet.body.result.content[0].text, "hi")
       }
     })))
 })

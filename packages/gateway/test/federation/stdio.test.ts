@@ -16,6 +16,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { AdminTokens, Connections } from "@janus/storage"
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
@@ -154,6 +155,46 @@ layer(ClientLive.pipe(Layer.provideMerge(gateway())), { timeout: 120_000, exclud
           assert.isTrue(alive(status[name]!.pid!))
         }
       }))
+
+    it.effect("a 2026-07-28 client (SDK v2) is asked for a stdio server's sampling and elicitation with input_required", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const url = yield* HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
+        const asked: Array<string> = []
+        const modern = yield* Effect.acquireRelease(
+          Effect.promise(async () => {
+            const client = new ClientV2({ name: "stdio-v2", version: "2" }, {
+              versionNegotiation: { mode: { pin: "2026-07-28" } },
+              capabilities: { elicitation: {}, sampling: {} }
+            })
+            client.setRequestHandler("elicitation/create", async () => {
+              asked.push("elicitation/create")
+              return { action: "accept", content: { name: "Ada Lovelace" } }
+            })
+            client.setRequestHandler("sampling/createMessage", async () => {
+              asked.push("sampling/createMessage")
+              return { role: "assistant", content: { type: "text", text: "sampled over stdio" }, model: "test-model" }
+            })
+            await client.connect(new TransportV2(url))
+            return client
+          }),
+          (client) => Effect.promise(() => client.close())
+        )
+        yield* waitUntil(
+          Effect.promise(() => modern.listTools()).pipe(
+            Effect.map((r) => r.tools.some((t) => t.name === "everything/trigger-sampling-request"))
+          ),
+          "server-everything's sampling tool"
+        )
+        const sampled = yield* Effect.promise(() =>
+          modern.callTool({ name: "everything/trigger-sampling-request", arguments: { prompt: "hello" } })
+        )
+        assert.include(textOf(sampled), "sampled over stdio")
+        const elicited = yield* Effect.promise(() =>
+          modern.callTool({ name: "everything/trigger-elicitation-request", arguments: {} })
+        )
+        assert.include(JSON.stringify(elicited.content), "Ada Lovelace")
+        assert.deepStrictEqual(asked, ["sampling/createMessage", "elicitation/create"])
+      })))
 
     it.effect("kill -9 of a program: calls in the gap get a clear error; it restarts with backoff and its tools return", () =>
       Effect.gen(function*() {

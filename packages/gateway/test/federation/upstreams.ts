@@ -43,7 +43,8 @@ export interface Upstream {
   readonly start: () => Promise<void>
 }
 
-const readJson = (req: IncomingMessage): Promise<unknown> =>
+/** A request's JSON body (undefined when empty). */
+export const readJson = (req: IncomingMessage): Promise<unknown> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
@@ -178,6 +179,67 @@ const v1Server = (observed: Observed, extraTools: Set<string>) => {
     }))
   }
   return server
+}
+
+/**
+ * Serves `handler` on an ephemeral loopback port; its URL is `/mcp` there.
+ * A handler that throws gets a 500; `stop` runs `onStop`, then drops every
+ * connection.
+ */
+export const serveMcp = async (
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<unknown> | void,
+  onStop: () => void = () => {}
+): Promise<{ readonly url: string; readonly stop: () => Promise<void> }> => {
+  const server = createServer((req, res) => {
+    Promise.resolve(handler(req, res)).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end()
+    })
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    stop: async () => {
+      onStop()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
+
+/**
+ * A request handler serving SDK v1 servers over Streamable HTTP with
+ * sessions: `makeServer` builds one per `initialize`; a request for an
+ * unknown session is 404, anything else without a session 400.
+ */
+export const v1Sessions = (makeServer: () => McpServerV1) => {
+  const sessions = new Map<string, StreamableHTTPServerTransport>()
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const sessionId = req.headers["mcp-session-id"] as string | undefined
+    const body = req.method === "POST" ? await readJson(req) : undefined
+    const existing = sessionId === undefined ? undefined : sessions.get(sessionId)
+    if (existing !== undefined) return existing.handleRequest(req, res, body)
+    if (sessionId === undefined && req.method === "POST" && isInitializeRequest(body)) {
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, transport)
+        }
+      })
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+      }
+      await makeServer().connect(transport)
+      return transport.handleRequest(req, res, body)
+    }
+    res.writeHead(sessionId === undefined ? 400 : 404, { "content-type": "application/json" }).end(
+      JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: no such session" }, id: null })
+    )
+  }
+  return { handle, sessions }
 }
 
 export interface V1Upstream extends Upstream {

@@ -220,6 +220,100 @@ describe("credentials", () => {
   })
 })
 
+describe("bearer tokens", () => {
+  it("redacts the token of an Authorization value, keeping the scheme", () => {
+    check([
+      ["Authorization: Bearer s3cr3t-token-123", "Authorization: Bearer [REDACTED:bearer_token]", { bearer_token: 1 }],
+      [
+        "{\"authorization\":\"Bearer AbCdEfGhIjKlMnOp\"}",
+        "{\"authorization\":\"Bearer [REDACTED:bearer_token]\"}",
+        { bearer_token: 1 }
+      ],
+      ["authorization: bearer x9y8z7w6v5u4", "authorization: bearer [REDACTED:bearer_token]", { bearer_token: 1 }],
+      ["Bearer abc/DEF+ghi~jkl.mno_pq==, next", "Bearer [REDACTED:bearer_token], next", { bearer_token: 1 }],
+      // a JWT or a Janus token sent as a bearer token is reported as what carried it
+      [`Bearer ${CREDENTIALS.jwt[0]}`, "Bearer [REDACTED:bearer_token]", { bearer_token: 1 }],
+      [`Bearer ${CREDENTIALS.janus_token[0]}`, "Bearer [REDACTED:bearer_token]", { bearer_token: 1 }]
+    ])
+  })
+
+  it("leaves prose about bearer tokens alone", () => {
+    check(unchanged(
+      "Bearer tokens are sent in the Authorization header.",
+      "The bearer of this letter is a friend of mine.",
+      "Use the Bearer authentication scheme (RFC 6750).",
+      "Bearer internationalization",
+      "Bearer token-based access",
+      "Bearer abc123",
+      "Bearer [REDACTED:bearer_token]",
+      "Bearers X1234567890"
+    ))
+  })
+})
+
+describe("Janus tokens and sk- API keys", () => {
+  it("leaves the prefixes and prose alone", () => {
+    check(unchanged(
+      "Janus client tokens start with jn" + "s_ and admin tokens with jn" + "a_.",
+      "jn" + "s_short",
+      "xjn" + "s_q8Z4tX0bN3mLr7Vw2Yk9Pc5Hd1Fs6Ga0Je4Ub8Ti2Oo",
+      "sk-learn is a Python library for machine learning",
+      "scikit-learn (sk-learn) 1.5.2",
+      "sk-2024-planning-document-final-version-two",
+      "sk-SHORT1a",
+      "task-" + "T3BlbkFJaZ09aZ09aZ09aZ09aZ09"
+    ))
+  })
+})
+
+describe("credentials assigned to a credential's name", () => {
+  it("redacts the value of password=, api_key:, client_secret and the like", () => {
+    check([
+      ["password=hunter2", "password=[REDACTED:credential]", { credential: 1 }],
+      [
+        "GET /login?user=jo&password=hunter2&next=/home",
+        "GET /login?user=jo&password=[REDACTED:credential]&next=/home",
+        { credential: 1 }
+      ],
+      ["DB_PASSWORD=correcthorse", "DB_PASSWORD=[REDACTED:credential]", { credential: 1 }],
+      ["api_key: abcdefghij", "api_key: [REDACTED:credential]", { credential: 1 }],
+      ["X-Api-Key: abcdef", "X-Api-Key: [REDACTED:credential]", { credential: 1 }],
+      ["client_secret = 'xyz w'", "client_secret = '[REDACTED:credential]'", { credential: 1 }],
+      ["{\"apiKey\": \"abc\"}", "{\"apiKey\": \"[REDACTED:credential]\"}", { credential: 1 }],
+      ["accessToken=abc.def", "accessToken=[REDACTED:credential]", { credential: 1 }],
+      ["--password=s3cret --user=x", "--password=[REDACTED:credential] --user=x", { credential: 1 }],
+      ["password: hunter2", "password: [REDACTED:credential]", { credential: 1 }],
+      ["Password: \"correct horse battery staple\"", "Password: \"[REDACTED:credential]\"", { credential: 1 }],
+      ["secret: p@ss", "secret: [REDACTED:credential]", { credential: 1 }],
+      // the whole value is the credential, whatever it looks like
+      [
+        `refresh_token=${CREDENTIALS.github_token[0]}`,
+        "refresh_token=[REDACTED:credential]",
+        { credential: 1 }
+      ]
+    ])
+  })
+
+  it("leaves prose, other names and empty values alone", () => {
+    check(unchanged(
+      "Forgot your password? Reset it here.",
+      "password: required",
+      "Password: Must contain eight characters",
+      "The secret: nobody knows.",
+      "Secret: Sauce",
+      "the api_key parameter is optional",
+      "passwordless login",
+      "password_hint=blue",
+      "token=abc",
+      "key=value",
+      "if password == null",
+      "password=",
+      "password=[REDACTED:card]",
+      "password: \"[REDACTED:credential]\""
+    ))
+  })
+})
+
 describe("mixed text", () => {
   it("counts every kind in one log line", () => {
     check([

@@ -73,6 +73,15 @@ export const CREDENTIALS = {
   ],
   stripe_key: ["sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "rk" + "_live_" + "51H8aBcDeFgHiJkLmNoPqRsT"],
   google_api_key: ["AI" + "za" + "SyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"],
+  janus_token: [
+    "jn" + "s_" + "q8Z4tX0bN3mLr7Vw2Yk9Pc5Hd1Fs6Ga0Je4Ub8Ti2Oo",
+    "jn" + "a_" + "Xy7-Kq2_Zt5Wm8Rn1Bv4Cx0Lp3Hj6Gd9Fs2Qa5Ew8Tu"
+  ],
+  sk_api_key: [
+    "sk" + "-" + "T3BlbkFJ" + repeat("aZ09", 10),
+    "sk" + "-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90Uv12Wx34",
+    "sk" + "-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe-_" + repeat("Ab1", 10) + "AA"
+  ],
   jwt: [
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" +
     ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ" +

@@ -23,13 +23,42 @@ describe("redactJson", () => {
     assert.deepStrictEqual(result.value, {
       payment: { card: "[REDACTED:card]", cvv: "123", amount: 12.5 },
       contacts: ["[REDACTED:email]", { note: "ssn [REDACTED:ssn]" }, "[REDACTED:card]"],
-      token: "Bearer [REDACTED:jwt]",
+      token: "Bearer [REDACTED:bearer_token]",
       ok: true,
       nothing: null,
       id: 1234567812345670
     })
-    assert.deepStrictEqual(result.counts, { card: 2, email: 1, ssn: 1, jwt: 1 })
+    assert.deepStrictEqual(result.counts, { card: 2, email: 1, ssn: 1, bearer_token: 1 })
     assert.strictEqual(result.total, 5)
+  })
+
+  it("redacts the string value of a member named like a credential, whatever it holds", () => {
+    const value = {
+      user: "bob",
+      password: "hunter2",
+      nested: { apiKey: "abc", clientSecret: "x y z", token: "the", DB_PASSWORD: "" },
+      list: [{ access_token: "t0k" }, "password"],
+      password_hint: "blue",
+      secret: true,
+      api_key: 12345,
+      "x-api-key": "[REDACTED:secret]"
+    }
+    const expected = {
+      user: "bob",
+      password: "[REDACTED:credential]",
+      nested: { apiKey: "[REDACTED:credential]", clientSecret: "[REDACTED:credential]", token: "the", DB_PASSWORD: "" },
+      list: [{ access_token: "[REDACTED:credential]" }, "password"],
+      password_hint: "blue",
+      secret: true,
+      api_key: 12345,
+      "x-api-key": "[REDACTED:secret]"
+    }
+    const result = json(value)
+    assert.deepStrictEqual(result.value, expected)
+    assert.deepStrictEqual(result.counts, { credential: 4 })
+    const text = Result.getOrThrow(engine.redactJsonText(JSON.stringify(value)))
+    assert.strictEqual(text.value, JSON.stringify(expected))
+    assert.strictEqual(text.total, 4)
   })
 
   it("returns the very same value when there is nothing to redact, and shares unchanged parts", () => {

@@ -152,7 +152,7 @@ export const listen = (
         }
         yield* context.router.route(message)
         return true
-      })).pipe(Effect.catch((e) => Effect.sync(() => void (error ??= e.detail))))
+      }), context.http.injected()).pipe(Effect.catch((e) => Effect.sync(() => void (error ??= e.detail))))
     if (frames === 0 || error !== undefined) {
       return {
         _tag: "Failed",
@@ -209,7 +209,8 @@ export const getStream = (
       name,
       response,
       limit,
-      (message) => Effect.as(message._tag === "Response" ? Effect.void : context.router.route(message), true)
+      (message) => Effect.as(message._tag === "Response" ? Effect.void : context.router.route(message), true),
+      context.http.injected()
     ).pipe(Effect.catch((e) => Effect.succeed(e)))
     if (!("stopped" in end)) return failureOf(end)
     lastEventId = end.lastEventId ?? lastEventId

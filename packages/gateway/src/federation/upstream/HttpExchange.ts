@@ -9,6 +9,9 @@
  * - Credentials come from `UpstreamAuth` on every request (rotations need no
  *   reconnection); a 401 with OAuth client credentials drops the cached
  *   token once (`invalidate`) so the next request fetches a new one.
+ * - What they inject (`injected`) is scrubbed from every message the
+ *   upstream sends back, before it is parsed: an upstream that echoes
+ *   headers cannot hand Janus's credential to a client.
  * - A response lives in the scope of its exchange: closing the scope aborts
  *   the request.
  * - A posted notification or response expects 2xx (202 usually); 4xx/5xx
@@ -18,6 +21,7 @@
  */
 import { Effect, type Scope } from "effect"
 import { HttpClientRequest, type HttpClientResponse } from "effect/http"
+import { InjectedSecrets } from "../../redaction/InjectedSecrets.ts"
 import { unavailable, type UpstreamError } from "../Errors.ts"
 import { UpstreamAuth } from "../UpstreamAuth.ts"
 import { UpstreamHttp } from "../UpstreamHttp.ts"
@@ -39,6 +43,8 @@ export interface HttpExchange {
   readonly invalidate: Effect.Effect<void>
   /** Whether a 401 is worth one retry with a fresh credential. */
   readonly refreshable: boolean
+  /** The credential last sent, to scrub from what the upstream sends back (`Wire.parseMessages`). */
+  readonly injected: () => InjectedSecrets
 }
 
 export const JSON_AND_SSE = "application/json, text/event-stream"
@@ -53,12 +59,12 @@ export const make = (
     const auth = yield* UpstreamAuth
     const authTarget = { id: target.id, name: target.name, url: target.url, allow: target.allow }
 
+    let injected = InjectedSecrets.none
     const headers = (extra?: Readonly<Record<string, string>>) =>
-      Effect.map(auth.headers(authTarget, target.auth), (credential) => ({
-        ...extra,
-        ...credential,
-        ...sessionHeaders()
-      }))
+      Effect.map(auth.headers(authTarget, target.auth), (credential) => {
+        injected = InjectedSecrets.track(injected, credential)
+        return { ...extra, ...credential, ...sessionHeaders() }
+      })
 
     const send: HttpExchange["send"] = (method, url, headers, body) => {
       let request = HttpClientRequest.make(method)(url).pipe(HttpClientRequest.setHeaders(headers))
@@ -88,6 +94,7 @@ export const make = (
       headers,
       post,
       invalidate: auth.invalidate(authTarget, target.auth),
-      refreshable: target.auth.scheme === "oauth-client-credentials"
+      refreshable: target.auth.scheme === "oauth-client-credentials",
+      injected: () => injected
     }
   })

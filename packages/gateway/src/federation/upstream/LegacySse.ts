@@ -85,7 +85,7 @@ export const connect = (
           return true
         }
         if (event.data === "") return true
-        for (const message of Wire.parseMessages(event.data) ?? []) yield* router.route(message)
+        for (const message of Wire.parseMessages(event.data, http.injected()) ?? []) yield* router.route(message)
         return true
       })).pipe(
         Effect.flatMap(() => Effect.fail(unavailable(name, "the upstream closed its SSE stream"))),

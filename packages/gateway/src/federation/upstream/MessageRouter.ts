@@ -17,14 +17,17 @@
  * - A server request is answered: `ping` with `{}`; `elicitation/create`,
  *   `sampling/createMessage` and `roots/list` are relayed to the calling
  *   client when its request's `relay.request` exists and the client
- *   declared the capability; otherwise elicitation is declined and the
- *   others refused with -32601. A request that arrives outside any request's
- *   stream belongs to the only request in flight, if there is exactly one.
+ *   declared the capability; otherwise they are answered without a client
+ *   (`answerWithoutClient` of `mcp/Relay.ts`: elicitation declined, no
+ *   roots, sampling refused with -32601). A request that arrives outside any
+ *   request's stream belongs to the only request in flight, if there is
+ *   exactly one; with none (e.g. `roots/list` right after the handshake) it
+ *   is answered without a client. Other methods are -32601.
  *
  * @since 0.1.0
  */
 import { Cause, Deferred, Effect, Exit, Option, type Scope } from "effect"
-import type { RelayHooks } from "../../mcp/Relay.ts"
+import { answerWithoutClient, capabilityOf, type RelayHooks } from "../../mcp/Relay.ts"
 import type { UpstreamError } from "../Errors.ts"
 import type { RequestOptions, SessionEvent } from "./Session.ts"
 import * as Wire from "./Wire.ts"
@@ -65,13 +68,7 @@ export const make = (options: {
     relay: RelayHooks | undefined
   ): Effect.Effect<Wire.Params, { code: number; message: string }> => {
     if (message.method === "ping") return Effect.succeed({})
-    const capability = message.method === "elicitation/create"
-      ? "elicitation"
-      : message.method === "sampling/createMessage"
-      ? "sampling"
-      : message.method === "roots/list"
-      ? "roots"
-      : undefined
+    const capability = capabilityOf(message.method)
     if (capability === undefined) {
       return Effect.fail({ code: -32601, message: `Method not found: ${message.method}` })
     }
@@ -81,7 +78,8 @@ export const make = (options: {
         Effect.mapError((refused) => ({ code: refused.code, message: refused.message }))
       )
     }
-    if (capability === "elicitation") return Effect.succeed({ action: "decline" })
+    const answer = answerWithoutClient(message.method)
+    if (answer !== undefined) return Effect.succeed(answer)
     return Effect.fail({
       code: -32601,
       message: `the client behind the Janus gateway cannot answer ${message.method}`

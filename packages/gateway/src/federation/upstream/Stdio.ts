@@ -64,7 +64,7 @@ export const connect = (
     })
     yield* Wire.readLines(name, program.stdout, options.maxMessageBytes, (line) =>
       Effect.gen(function*() {
-        const messages = Wire.parseMessages(line)
+        const messages = Wire.parseMessages(line, program.injected)
         if (messages === undefined) {
           yield* Effect.logDebug(`upstream ${name} wrote a stdout line that is not JSON`)
           return true

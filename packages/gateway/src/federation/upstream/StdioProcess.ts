@@ -34,6 +34,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { InjectedSecrets } from "../../redaction/InjectedSecrets.ts"
 import { UpstreamError } from "../Errors.ts"
 import * as Wire from "./Wire.ts"
 
@@ -63,6 +64,8 @@ export interface StdioProcess {
   readonly stdout: Stream.Stream<Uint8Array, UpstreamError>
   /** Resolves when the program has exited, with how ("exited with code 1", and its last stderr line). */
   readonly exited: Effect.Effect<string>
+  /** The secret values given in its environment, to scrub from what it writes on stdout. */
+  readonly injected: InjectedSecrets
 }
 
 const isExecutableFile = (path: string): boolean => {
@@ -218,6 +221,7 @@ export const spawn = (
     yield* Deferred.await(pid).pipe(Effect.timeoutOption("5 seconds"), Effect.asVoid)
 
     return {
+      injected: InjectedSecrets.fromSecrets(secretValues),
       pid: () => programPid,
       write: (line) => Effect.asVoid(Queue.offer(input, encoder.encode(`${line}\n`))),
       stdout: handle.stdout.pipe(

@@ -149,7 +149,7 @@ export const connect = (
           yield* Wire.readEvents(name, response, limit, (event) =>
             Effect.gen(function*() {
               if (event.data === "") return true
-              const messages = Wire.parseMessages(event.data)
+              const messages = Wire.parseMessages(event.data, http.injected())
               if (messages === undefined) {
                 return yield* unavailable(name, "the upstream sent an event that is not JSON")
               }
@@ -165,7 +165,9 @@ export const connect = (
           return found
         }
         const text = yield* Wire.readBounded(name, response, limit)
-        const messages = type === "application/json" || text.startsWith("{") ? Wire.parseMessages(text) : undefined
+        const messages = type === "application/json" || text.startsWith("{")
+          ? Wire.parseMessages(text, http.injected())
+          : undefined
         const found = messages?.find((m): m is Wire.Response =>
           m._tag === "Response" && (m.id === call.id || response.status >= 400)
         )
@@ -221,9 +223,9 @@ export const connect = (
             Effect.sync(() => {
               if (m._tag === "Response" && m.id === id) found = m
               return found === undefined
-            }))
+            }), http.injected())
         } else {
-          const messages = Wire.parseMessages(yield* Wire.readBounded(name, response, limit)) ?? []
+          const messages = Wire.parseMessages(yield* Wire.readBounded(name, response, limit), http.injected()) ?? []
           found = messages.find((m): m is Wire.Response => m._tag === "Response")
         }
         if (found === undefined) {

@@ -31,6 +31,7 @@ import { Duration, Effect, Stream } from "effect"
 import * as Sse from "effect/encoding/Sse"
 import type { HttpClientResponse } from "effect/http"
 import { headerBindingsOf } from "../../mcp/Dispatcher.ts"
+import type { InjectedSecrets } from "../../redaction/InjectedSecrets.ts"
 import { unavailable, UpstreamError } from "../Errors.ts"
 
 export type Id = string | number
@@ -79,11 +80,15 @@ export const classify = (value: unknown): Incoming | undefined => {
   return undefined
 }
 
-/** The messages in one JSON text (a message or a batch); `undefined` when it is not JSON. */
-export const parseMessages = (text: string): ReadonlyArray<Incoming> | undefined => {
+/**
+ * The messages in one JSON text (a message or a batch); `undefined` when it
+ * is not JSON. `injected` (the credentials Janus sent this upstream) is
+ * scrubbed from the text first, so no echo of them reaches anyone.
+ */
+export const parseMessages = (text: string, injected?: InjectedSecrets): ReadonlyArray<Incoming> | undefined => {
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = JSON.parse(injected === undefined ? text : injected.scrub(text).text)
   } catch {
     return undefined
   }
@@ -308,11 +313,12 @@ export const readMessages = <E>(
   connection: string,
   response: HttpClientResponse.HttpClientResponse,
   limit: number,
-  onMessage: (message: Incoming) => Effect.Effect<boolean, E>
+  onMessage: (message: Incoming) => Effect.Effect<boolean, E>,
+  injected?: InjectedSecrets
 ): Effect.Effect<StreamEnd, E | UpstreamError> => {
   const each = (text: string) =>
     Effect.gen(function*() {
-      for (const message of parseMessages(text) ?? []) {
+      for (const message of parseMessages(text, injected) ?? []) {
         if (!(yield* onMessage(message))) return false
       }
       return true
