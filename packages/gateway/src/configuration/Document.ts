@@ -336,8 +336,8 @@ const decodePart = (part: Part): Effect.Effect<Document, ConfigurationInvalid> =
       let segments = (issue.path ?? []).map((s) => typeof s === "object" ? s.key : s)
       let message: string
       if (issue.message === "Expected no excess property") {
-        const names = known.get(pathOf(segments)) ?? []
-        message = `unknown field: expected one of ${names.join(", ")}`
+        const name = String(segments.at(-1) ?? "")
+        message = `expected ${Validation.unknownFieldExpected(name, known.get(pathOf(segments)) ?? [])}`
       } else if (issue.message === "Missing key") {
         message = "missing: this field is required"
       } else {

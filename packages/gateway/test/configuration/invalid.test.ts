@@ -85,7 +85,10 @@ describe("invalid configuration documents", () => {
         assert.strictEqual(line("apiVersion"), `got "janus/v2"; expected "janus/v1"`)
         assert.match(line("connections[0].timeoutMs"), /^got -5; expected 1\.\.600000 ms$/)
         assert.strictEqual(line("connections[1].kind"), `got "soap"; expected one of "rest", "mcp"`)
-        assert.match(line("connections[2].baseURL"), /^unknown field: expected one of kind, name, .*baseUrl/)
+        assert.match(
+          line("connections[2].baseURL"),
+          /^expected one of the known fields \(kind, name, .*baseUrl.*\): "baseURL" is unknown; did you mean "baseUrl"\?$/
+        )
         assert.strictEqual(line("connections[2].baseUrl"), "missing: this field is required")
         assert.match(line("connections[3].name"), /^got "bad name!"; expected a name matching/)
         assert.match(line("connections[4].auth.scheme"), /^got "kerberos"; expected one of "none", "bearer"/)
@@ -227,16 +230,20 @@ describe("invalid configuration documents", () => {
           "apiVersion: janus/v1\nkind: Configuration\nclientTokens:\n  - name: x\n    __proto__: { revoked: true }\n",
           [`clientTokens[0].__proto__`]
         )
-        // text the database cannot store, in a field with no pattern: refused where it is, nothing half-applied
-        yield* refused(
-          json({
-            connections: [
-              { kind: "rest", name: "first", baseUrl: "https://a.example" },
-              { kind: "rest", name: "second", baseUrl: "https://b.example", description: "nul\u0000inside" }
-            ]
-          }),
-          [/^connections\[1\]/]
-        )
+        // text the database cannot store, in fields with no pattern: refused by storage at the value's path, and
+        // nothing half-applied (the first connection was written before the second was refused)
+        for (const description of ["nul\u0000inside", "lone \ud800 surrogate"]) {
+          const error = yield* refused(
+            json({
+              connections: [
+                { kind: "rest", name: "first", baseUrl: "https://a.example" },
+                { kind: "rest", name: "second", baseUrl: "https://b.example", description }
+              ]
+            }),
+            ["connections[1].description"]
+          )
+          assert.match(error.problems[0]!.message, /expected text without U\+0000 \(NUL\) or unpaired surrogates/)
+        }
       }))
 
     it.effect("text that is not a document: YAML and JSON errors, duplicate keys, depth, size, alias bombs", () =>
