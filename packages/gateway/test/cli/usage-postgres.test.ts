@@ -115,7 +115,7 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     assert.match(r.stdout, /Applied 8 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Database is up to date \(migration 7\)/)
+    assert.match(r.stdout, /Database is up to date \(migration 8\)/)
 
     r = await janus(["doctor"], { ...env, REDIS_URL: "redis://127.0.0.1:1" })
     assert.strictEqual(r.code, 1)
