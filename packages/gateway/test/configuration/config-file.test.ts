@@ -108,7 +108,10 @@ layer(gateway, { timeout: 120_000, excludeTestServices: true })("JANUS_CONFIG_FI
       const refused = yield* until((s) => s.state === "invalid")
       assert.isNull(refused.digest)
       assert.strictEqual(refused.appliedAt, second.appliedAt)
-      assert.include(refused.problems.join("\n"), "janus.yaml: endpoints[0].inputSchemaa: expected one of the known fields")
+      assert.include(
+        refused.problems.join("\n"),
+        "janus.yaml: endpoints[0].inputSchemaa: expected one of the known fields"
+      )
       const after = Option.getOrThrow(yield* Connections.use((c) => c.findByName("pets")))
       assert.strictEqual(after.version, pets.version, "the running configuration is kept")
       const readyz = yield* get("/readyz")
