@@ -13,27 +13,18 @@ import { HttpServer } from "effect/http"
 import { ConfigFile, type ConfigFileStatus } from "../../src/configuration/ConfigFile.ts"
 import * as GatewayTesting from "../../src/testing.ts"
 import { configMapVolume } from "./configmap.ts"
+import { petsDocument } from "./documents.ts"
 
 const DEPLOY_TOKEN = `jns_${"k".repeat(43)}`
 
-const document = (baseUrl: string, extra = "") =>
-  `apiVersion: janus/v1
-kind: Configuration
-connections:
-  - name: pets
-    kind: rest
-    baseUrl: ${baseUrl}
-endpoints:
-  - name: list_pets
-    connection: pets
-    method: GET
-    pathTemplate: /pets
-    inputSchema: { type: object }
-${extra}clientTokens:
+const document = (baseUrl: string, endpoints = "") =>
+  petsDocument(baseUrl, {
+    more: `${endpoints}clientTokens:
   - name: deploy
     allowedTools: [list_pets]
     valueFrom: { env: DEPLOY_TOKEN }
 `
+  })
 
 const volume = configMapVolume({ "janus.yaml": document("https://pets.example.com") })
 

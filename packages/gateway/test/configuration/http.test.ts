@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url"
 import * as Yaml from "yaml"
 import { jsonSchema, SCHEMA_PATH } from "../../src/configuration/Document.ts"
 import * as GatewayTesting from "../../src/testing.ts"
+import { petsDocument } from "./documents.ts"
 
 const committed = fileURLToPath(new URL(`../../../../${SCHEMA_PATH}`, import.meta.url))
 
@@ -55,26 +56,16 @@ const call = (
       })
   )
 
-const document = `apiVersion: janus/v1
-kind: Configuration
-secrets:
+const document = petsDocument("https://pets.example.com", {
+  connection: "    auth: { scheme: header, header: X-Api-Key, secret: api-key }\n",
+  more: `secrets:
   - name: api-key
     valueFrom: { env: SERVER_SIDE_VALUE }
-connections:
-  - name: pets
-    kind: rest
-    baseUrl: https://pets.example.com
-    auth: { scheme: header, header: X-Api-Key, secret: api-key }
-endpoints:
-  - name: list_pets
-    connection: pets
-    method: GET
-    pathTemplate: /pets
-    inputSchema: { type: object }
 clientTokens:
   - name: agent
     allowedTools: [list_pets]
 `
+})
 
 layer(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } }), {
   timeout: 120_000,

@@ -13,25 +13,15 @@ import { ConfigProvider, Context, Effect, Layer, Option } from "effect"
 import { ConfigFile, type ConfigFileStatus } from "../../src/configuration/ConfigFile.ts"
 import * as GatewayTesting from "../../src/testing.ts"
 import { configMapVolume } from "./configmap.ts"
+import { petsDocument } from "./documents.ts"
 
 const postgres = await requirePostgres()
 
 const DEPLOY_TOKEN = `jns_${"p".repeat(43)}`
 
 const document = (baseUrl: string) =>
-  `apiVersion: janus/v1
-kind: Configuration
-connections:
-  - name: pets
-    kind: rest
-    baseUrl: ${baseUrl}
-endpoints:
-  - name: list_pets
-    connection: pets
-    method: GET
-    pathTemplate: /pets
-    inputSchema: { type: object }
-virtualServers:
+  petsDocument(baseUrl, {
+    more: `virtualServers:
   - name: pets
     tools: [list_pets]
 clientTokens:
@@ -39,6 +29,7 @@ clientTokens:
     allowedVirtualServers: [pets]
     valueFrom: { env: DEPLOY_TOKEN }
 `
+  })
 
 describe.skipIf(!postgres)("JANUS_CONFIG_FILE on two replicas (Postgres)", () => {
   layer(layerTestDatabase, { excludeTestServices: true, timeout: "120 seconds" })((it) => {
