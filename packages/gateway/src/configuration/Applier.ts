@@ -367,16 +367,15 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
         })).pipe(
           Effect.catchTag("DryRun", (rolledBack) => Effect.succeed(rolledBack.result)),
           Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure(error))),
-          Effect.tap((result) =>
-            result.applied && result.plan.changes.length > 0
+          Effect.tap((result) => {
+            const made = result.plan.changes.filter((c) => c.action !== "remove" || result.plan.prune)
+            return result.applied && made.length > 0
               ? Effect.logInfo("configuration applied").pipe(Effect.annotateLogs({
                 origin: options.origin,
-                changes: result.plan.changes
-                  .filter((c) => c.action !== "remove" || result.plan.prune)
-                  .map((c) => `${c.action} ${c.section} ${c.name}`)
+                changes: made.map((c) => `${c.action} ${c.section} ${c.name}`)
               }))
               : Effect.void
-          )
+          })
         )
 
       return ConfigurationApplier.of({ export: exportNow, apply })
