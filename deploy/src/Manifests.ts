@@ -16,6 +16,7 @@ import type { IPodSpec } from "kubernetes-models/v1/PodSpec"
 import type { ISecret } from "kubernetes-models/v1/Secret"
 import type { IService } from "kubernetes-models/v1/Service"
 import * as Path from "node:path"
+import * as Yaml from "yaml"
 import { type K8sObject, render } from "./Kustomize.ts"
 
 /** deploy/ */
@@ -129,6 +130,30 @@ export class Rendered {
     }
     return env
   }
+}
+
+/**
+ * The environment variables the configuration document reads
+ * (`valueFrom: { env }` of its secrets and client tokens): the document is
+ * the key JANUS_CONFIG_FILE names, in the ConfigMap volume mounted at its
+ * directory. Empty when there is none.
+ */
+export const documentVariables = (r: Rendered): Set<string> => {
+  const file = r.gatewayEnvironment().get("JANUS_CONFIG_FILE")
+  if (file === undefined) return new Set()
+  const mount = (r.gateway.volumeMounts ?? []).find((m) => m.mountPath === Path.dirname(file))
+  const volume = (podSpec(r.deployment).volumes ?? []).find((v) => v.name === mount?.name)
+  const text = volume?.configMap?.name === undefined
+    ? undefined
+    : r.find<IConfigMap>("ConfigMap", volume.configMap.name)?.data?.[Path.basename(file)]
+  // the gateway reads documents as YAML 1.2
+  const doc = text === undefined ? undefined : Yaml.parse(text, { version: "1.2" }) as Record<string, unknown>
+  const items = [doc?.secrets, doc?.clientTokens].flatMap((list) => Array.isArray(list) ? list : [])
+  return new Set(
+    items.flatMap((item: { valueFrom?: { env?: unknown } }) =>
+      typeof item?.valueFrom?.env === "string" ? [item.valueFrom.env] : []
+    )
+  )
 }
 
 /** A Secret's values as text, from `stringData` and base64 `data`. */

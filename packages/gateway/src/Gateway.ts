@@ -21,6 +21,8 @@ import { Admission, Hardening } from "./auth/index.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
+import { ConfigFile } from "./configuration/ConfigFile.ts"
+import { ConfigurationApplier } from "./configuration/index.ts"
 import * as Egress from "./egress/index.ts"
 import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
@@ -137,7 +139,9 @@ export const services: Layer.Layer<
   | Egress.DownstreamClient
   | Egress.EgressPolicy
   | OpenApiImporter
-  | CredentialLifetime,
+  | CredentialLifetime
+  | ConfigurationApplier
+  | ConfigFile,
   | Egress.InvalidEgressConfig
   | Layer.Error<typeof Security.AdmissionLive>
   | Layer.Error<typeof Security.OAuthLive>
@@ -171,6 +175,8 @@ export const services: Layer.Layer<
   SqlSessionStore.SqlCancellations.layer,
   // `POST /api/v1/openapi/import` (documents fetched by URL go through egress)
   OpenApiImporter.layer,
+  // export/apply of configuration documents (admin API), and JANUS_CONFIG_FILE applied before serving
+  ConfigFile.layer.pipe(Layer.provideMerge(ConfigurationApplier.layer)),
   // open streams end with their credential (revoked or deleted on any replica, expired)
   CredentialLifetime.layer
 ).pipe(

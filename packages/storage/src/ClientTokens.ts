@@ -14,14 +14,25 @@
  * - Scopes: `allowedTools` are tool names (`<mcp connection>/*` allowed);
  *   `allowedVirtualServers` must name existing virtual servers; `null` means
  *   unrestricted. Names are unique; `expiresAt` must be in the future.
- * - Create, revoke and delete signal a `client_token` change, so every
+ * - `update` replaces a token's name, scopes and expiry; its value stays
+ *   (tokens have no version: like revoke, the last write wins).
+ * - A value may be given instead of a random one (`options.value`: a
+ *   configuration document reads it from the operator's secret store); it
+ *   must have the shape of a client token (`jns_` + 43 base64url
+ *   characters, 256 bits) and no other token may have it. The refusal never
+ *   echoes it. `hasValue` compares a value with the stored hash (constant
+ *   time), so a re-applied document changes a token only when its value did.
+ * - `options.allowExpired` accepts an `expiresAt` in the past: a document
+ *   declares a token that has since expired, and must not become invalid
+ *   because the clock passed that date.
+ * - Create, update, revoke and delete signal a `client_token` change, so every
  *   instance drops its cached verifications within a second.
  *
  * @since 0.1.0
  */
 import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import { ChangeFeed } from "./ChangeFeed.ts"
 import { isUuid } from "./Connections.ts"
@@ -46,11 +57,30 @@ export interface CreatedClientToken {
 
 export type ClientTokenWriteError = InvalidInput | InvalidToolName | DuplicateName | UnknownReference | StorageError
 
+/** How `create` and `update` write a token (see the module rules). */
+export interface ClientTokenWriteOptions {
+  /** The token's value, instead of a new random one (`create`) or the current one (`update`). */
+  readonly value?: Redacted.Redacted<string> | undefined
+  /** Accept an `expiresAt` in the past. */
+  readonly allowExpired?: boolean | undefined
+}
+
 /** How often `verify` refreshes `last_used_at`. */
 const LAST_USED_RESOLUTION_MS = 60_000
 
 export class ClientTokens extends Context.Service<ClientTokens, {
-  readonly create: (input: typeof ClientTokenInput.Encoded) => Effect.Effect<CreatedClientToken, ClientTokenWriteError>
+  readonly create: (
+    input: typeof ClientTokenInput.Encoded,
+    options?: ClientTokenWriteOptions
+  ) => Effect.Effect<CreatedClientToken, ClientTokenWriteError>
+  /** Replaces the name, scopes and expiry of token `id` (and its value, when `options.value` is given). */
+  readonly update: (
+    id: string,
+    input: typeof ClientTokenInput.Encoded,
+    options?: ClientTokenWriteOptions
+  ) => Effect.Effect<ClientToken, ClientTokenWriteError | NotFound>
+  /** Whether `value` is the value of token `id` (false when there is no such token). */
+  readonly hasValue: (id: string, value: Redacted.Redacted<string>) => Effect.Effect<boolean, StorageError>
   readonly list: Effect.Effect<ReadonlyArray<ClientToken>, StorageError>
   readonly get: (id: string) => Effect.Effect<ClientToken, NotFound | StorageError>
   /** Marks the token revoked (kept for the audit trail); revoking twice keeps the first time. */
@@ -73,10 +103,15 @@ export class ClientTokens extends Context.Service<ClientTokens, {
           ? sql<TokenRow>`SELECT ${sql.literal(columns)} FROM client_tokens WHERE id = ${id}`
           : Effect.succeed([])
 
-      const create = Effect.fnUntraced(function*(raw: typeof ClientTokenInput.Encoded) {
+      // Decodes and checks an input: the expiry, the tool names (the virtual servers are checked in the write's
+      // transaction, where they are locked).
+      const validate = Effect.fnUntraced(function*(
+        raw: typeof ClientTokenInput.Encoded,
+        options: ClientTokenWriteOptions
+      ) {
         const input = yield* decode(raw)
         const now = yield* Clock.currentTimeMillis
-        if (input.expiresAt !== null && input.expiresAt.getTime() <= now) {
+        if (input.expiresAt !== null && input.expiresAt.getTime() <= now && options.allowExpired !== true) {
           return yield* new InvalidInput({
             entity: "client_token",
             field: "expiresAt",
@@ -87,21 +122,53 @@ export class ClientTokens extends Context.Service<ClientTokens, {
         for (const tool of input.allowedTools ?? []) {
           if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\/\*$/.test(tool)) yield* checkToolName(tool)
         }
-        const issued = SecretBox.issueToken(SecretBox.CLIENT_TOKEN_PREFIX)
+        const value = options.value === undefined ? undefined : Redacted.value(options.value)
+        if (value !== undefined && !SecretBox.looksLikeToken(SecretBox.CLIENT_TOKEN_PREFIX, value)) {
+          return yield* new InvalidInput({
+            entity: "client_token",
+            field: "value",
+            expected: `a client token: ${SecretBox.CLIENT_TOKEN_PREFIX} and 43 base64url characters (32 random bytes)`
+          })
+        }
+        return { input, value }
+      })
+
+      const checkServers = Effect.fnUntraced(function*(servers: ReadonlyArray<string>) {
+        const known = servers.length === 0 ? [] : yield* sql<{ name: string }>`
+          SELECT name FROM virtual_servers WHERE name IN ${sql.in(servers)} FOR KEY SHARE`
+        const missing = servers.find((name) => !known.some((row) => row.name === name))
+        if (missing !== undefined) {
+          return yield* new UnknownReference({
+            entity: "client_token",
+            field: "allowedVirtualServers",
+            target: "virtual_server",
+            value: missing
+          })
+        }
+      })
+
+      // A given value that another token already has: said without the value.
+      const valueTaken = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.mapError(
+          effect,
+          (error): E | InvalidInput =>
+            isSqlError(error) && error.reason._tag === "UniqueViolation" &&
+              error.reason.constraint === "client_tokens_token_hash_key"
+              ? new InvalidInput({ entity: "client_token", field: "value", expected: "a value no other token has" })
+              : error
+        )
+
+      const create = Effect.fnUntraced(function*(
+        raw: typeof ClientTokenInput.Encoded,
+        options: ClientTokenWriteOptions = {}
+      ) {
+        const { input, value } = yield* validate(raw, options)
+        const issued = value === undefined
+          ? SecretBox.issueToken(SecretBox.CLIENT_TOKEN_PREFIX)
+          : SecretBox.tokenOf(SecretBox.CLIENT_TOKEN_PREFIX, value)
         const id = randomUUID()
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
-          const servers = input.allowedVirtualServers ?? []
-          const known = servers.length === 0 ? [] : yield* sql<{ name: string }>`
-            SELECT name FROM virtual_servers WHERE name IN ${sql.in(servers)} FOR KEY SHARE`
-          const missing = servers.find((name) => !known.some((row) => row.name === name))
-          if (missing !== undefined) {
-            return yield* new UnknownReference({
-              entity: "client_token",
-              field: "allowedVirtualServers",
-              target: "virtual_server",
-              value: missing
-            })
-          }
+          yield* checkServers(input.allowedVirtualServers ?? [])
           const rows = yield* sql<TokenRow>`
             INSERT INTO client_tokens (id, name, token_hash, prefix, allowed_tools, allowed_virtual_servers, expires_at)
             VALUES (${id}, ${input.name}, ${issued.hash}, ${issued.display}, ${input.allowedTools}::text[],
@@ -111,10 +178,54 @@ export class ClientTokens extends Context.Service<ClientTokens, {
           return rows
         })).pipe(
           duplicateName("client_token", "client_tokens_name_key", input.name),
+          valueTaken,
           storageError("clientTokens.create")
         )
         return { token: fromRow(rows[0]!), plaintext: issued.plaintext }
       })
+
+      const update = Effect.fnUntraced(function*(
+        id: string,
+        raw: typeof ClientTokenInput.Encoded,
+        options: ClientTokenWriteOptions = {}
+      ) {
+        const { input, value } = yield* validate(raw, options)
+        const issued = value === undefined ? undefined : SecretBox.tokenOf(SecretBox.CLIENT_TOKEN_PREFIX, value)
+        const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* checkServers(input.allowedVirtualServers ?? [])
+          const rows = !isUuid(id) ? [] : issued === undefined
+            ? yield* sql<TokenRow>`
+              UPDATE client_tokens SET name = ${input.name}, allowed_tools = ${input.allowedTools}::text[],
+                allowed_virtual_servers = ${input.allowedVirtualServers}::text[],
+                expires_at = ${input.expiresAt}::timestamptz
+              WHERE id = ${id} RETURNING ${sql.literal(columns)}`
+            : yield* sql<TokenRow>`
+              UPDATE client_tokens SET name = ${input.name}, allowed_tools = ${input.allowedTools}::text[],
+                allowed_virtual_servers = ${input.allowedVirtualServers}::text[],
+                expires_at = ${input.expiresAt}::timestamptz, token_hash = ${issued.hash}, prefix = ${issued.display}
+              WHERE id = ${id} RETURNING ${sql.literal(columns)}`
+          if (rows[0] === undefined) return yield* new NotFound({ entity: "client_token", id })
+          yield* feed.publish({ kind: "client_token", ids: [id] })
+          return rows
+        })).pipe(
+          duplicateName("client_token", "client_tokens_name_key", input.name),
+          valueTaken,
+          storageError("clientTokens.update")
+        )
+        return fromRow(rows[0]!)
+      })
+
+      const hashOf = (id: string): Effect.Effect<ReadonlyArray<{ readonly token_hash: Uint8Array }>, SqlError> =>
+        isUuid(id) ? sql`SELECT token_hash FROM client_tokens WHERE id = ${id}` : Effect.succeed([])
+
+      const hasValue = (id: string, value: Redacted.Redacted<string>) =>
+        hashOf(id).pipe(
+          Effect.map((rows) =>
+            rows[0] !== undefined &&
+            SecretBox.hashesEqual(new Uint8Array(rows[0].token_hash), SecretBox.hashToken(Redacted.value(value)))
+          ),
+          storageError("clientTokens.hasValue")
+        )
 
       const revoke = (id: string) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -147,6 +258,8 @@ export class ClientTokens extends Context.Service<ClientTokens, {
 
       return ClientTokens.of({
         create,
+        update,
+        hasValue,
         list: sql<TokenRow>`SELECT ${sql.literal(columns)} FROM client_tokens ORDER BY created_at, name`.pipe(
           Effect.map((rows) => rows.map(fromRow)),
           storageError("clientTokens.list")

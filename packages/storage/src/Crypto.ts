@@ -108,14 +108,15 @@ export interface IssuedToken {
 }
 
 /** A new opaque token with `prefix`. */
-export const issueToken = (prefix: string): IssuedToken => {
-  const plaintext = prefix + randomBytes(TOKEN_RANDOM_BYTES).toString("base64url")
-  return {
-    plaintext: Redacted.make(plaintext),
-    hash: hashToken(plaintext),
-    display: plaintext.slice(0, prefix.length + DISPLAY_CHARS)
-  }
-}
+export const issueToken = (prefix: string): IssuedToken =>
+  tokenOf(prefix, prefix + randomBytes(TOKEN_RANDOM_BYTES).toString("base64url"))
+
+/** The stored form (hash, display prefix) of a token whose value was chosen elsewhere (check it with `looksLikeToken`). */
+export const tokenOf = (prefix: string, plaintext: string): IssuedToken => ({
+  plaintext: Redacted.make(plaintext),
+  hash: hashToken(plaintext),
+  display: plaintext.slice(0, prefix.length + DISPLAY_CHARS)
+})
 
 /** Whether `token` has the shape of a token with `prefix` (checked before any lookup). */
 export const looksLikeToken = (prefix: string, token: string): boolean =>

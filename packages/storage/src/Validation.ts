@@ -39,8 +39,11 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 /** Fields whose value is not echoed even when wrong (a credential pasted where its name belongs). */
 const sensitiveField = /secret|token|password|credential|key/i
 
-/** The value at `path` in `input`, shown in an error: JSON, at most 100 characters. */
-const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
+/**
+ * The value at `path` in `input`, shown in an error: JSON, at most 100
+ * characters; nothing when a segment of `path` is named like a credential.
+ */
+export const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
   if (path.some((key) => sensitiveField.test(String(key)))) return undefined
   let current = input
   for (const key of path) {

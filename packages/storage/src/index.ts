@@ -33,7 +33,12 @@ export * as Storage from "./Storage.ts"
 
 // Repositories
 export { AdminTokens, type CreatedAdminToken } from "./AdminTokens.ts"
-export { ClientTokens, type ClientTokenWriteError, type CreatedClientToken } from "./ClientTokens.ts"
+export {
+  ClientTokens,
+  type ClientTokenWriteError,
+  type ClientTokenWriteOptions,
+  type CreatedClientToken
+} from "./ClientTokens.ts"
 export { Connections, type ConnectionWriteError, StdioAllowList } from "./Connections.ts"
 export { Endpoints, type EndpointWriteError } from "./Endpoints.ts"
 export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"

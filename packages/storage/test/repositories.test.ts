@@ -664,6 +664,70 @@ for (const backend of backends) {
           assert.isTrue(Option.isNone(yield* later))
         }))
 
+      it.effect("client tokens: a given value, update in place, hasValue, an expired expiry when allowed", () =>
+        Effect.gen(function*() {
+          const tokens = yield* ClientTokens
+          const feed = yield* ChangeFeed
+          const value = `jns_${"a".repeat(43)}`
+          const other = `jns_${"b".repeat(43)}`
+          const name = unique("given")
+          const { plaintext, token } = yield* tokens.create({ name }, { value: Redacted.make(value) })
+          assert.strictEqual(Redacted.value(plaintext), value)
+          assert.strictEqual(token.prefix, value.slice(0, 12))
+          assert.strictEqual(Option.getOrThrow(yield* tokens.verify(value)).id, token.id)
+          assert.isTrue(yield* tokens.hasValue(token.id, Redacted.make(value)))
+          assert.isFalse(yield* tokens.hasValue(token.id, Redacted.make(other)))
+          assert.isFalse(yield* tokens.hasValue("not-an-id", Redacted.make(value)))
+
+          // a value that is not shaped like a token, or that another token has: refused without echoing it
+          const before = yield* count("client_tokens")
+          for (const bad of ["jns_short", `jna_${"a".repeat(43)}`, `jns_${"a".repeat(42)}!`]) {
+            const error = yield* expectFailure(
+              tokens.create({ name: unique("bad") }, { value: Redacted.make(bad) }),
+              "InvalidInput"
+            )
+            assert.strictEqual(error.field, "value")
+            assert.notInclude(error.message, bad)
+          }
+          const taken = yield* expectFailure(
+            tokens.create({ name: unique("dup") }, { value: Redacted.make(value) }),
+            "InvalidInput"
+          )
+          assert.notInclude(taken.message, value)
+          assert.strictEqual(yield* count("client_tokens"), before)
+
+          // update: scopes and expiry replaced, the value kept; with a value, the value replaced; signalled
+          const signals = yield* feed.changes.pipe(
+            Stream.filter((c) => c.kind === "client_token"),
+            Stream.take(2),
+            Stream.runCollect,
+            Effect.forkChild
+          )
+          yield* Effect.yieldNow
+          const updated = yield* tokens.update(token.id, { name, allowedTools: ["get_user"] })
+          assert.deepStrictEqual(updated.allowedTools, ["get_user"])
+          assert.strictEqual(Option.getOrThrow(yield* tokens.verify(value)).id, token.id)
+          yield* tokens.update(token.id, { name, allowedTools: ["get_user"] }, { value: Redacted.make(other) })
+          assert.isTrue(Option.isNone(yield* tokens.verify(value)))
+          assert.strictEqual(Option.getOrThrow(yield* tokens.verify(other)).id, token.id)
+          assert.strictEqual((yield* tokens.get(token.id)).prefix, other.slice(0, 12))
+          assert.deepStrictEqual(
+            Array.from(yield* Fiber.join(signals), (c) => c.ids),
+            [[token.id], [token.id]]
+          )
+          yield* expectFailure(tokens.update(crypto.randomUUID(), { name: unique("x") }), "NotFound")
+          yield* expectFailure(tokens.update(token.id, { name, allowedVirtualServers: ["nope"] }), "UnknownReference")
+
+          // an expiry in the past only when asked for (a declared token that has since expired)
+          const past = new Date(Date.now() - 60_000)
+          yield* expectFailure(tokens.update(token.id, { name, expiresAt: past }), "InvalidInput")
+          const expired = yield* tokens.update(token.id, { name, expiresAt: past }, { allowExpired: true })
+          assert.strictEqual(expired.expiresAt?.getTime(), past.getTime())
+          assert.isTrue(Option.isNone(yield* tokens.verify(other)))
+          const declared = yield* tokens.create({ name: unique("old"), expiresAt: past }, { allowExpired: true })
+          assert.isFalse(declared.token.isActiveAt(new Date()))
+        }))
+
       // --- admin tokens --------------------------------------------------------
       it.effect("admin tokens: create, list without hashes, verify, revoke, count", () =>
         Effect.gen(function*() {

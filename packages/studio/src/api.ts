@@ -37,29 +37,49 @@ export const onUnauthorized = (listener: Listener) => {
   return () => unauthorized.delete(listener)
 }
 
-export const request = async <A = any>(
-  method: string,
-  path: string,
-  options: { body?: unknown; headers?: Record<string, string>; token?: string } = {}
-): Promise<A> => {
+export interface RequestOptions {
+  /** A JSON body. */
+  body?: unknown
+  /** A body sent as it is (e.g. a YAML document), with its content type. */
+  text?: { readonly body: string; readonly contentType: string }
+  headers?: Record<string, string>
+  token?: string
+}
+
+export const request = async <A = any>(method: string, path: string, options: RequestOptions = {}): Promise<A> => {
+  const text = await requestText(method, path, options)
+  try {
+    return (text === "" ? undefined : JSON.parse(text)) as A
+  } catch {
+    return undefined as A
+  }
+}
+
+/** Like `request`, for a text answer (e.g. `?format=yaml`): the body as it came. */
+export const requestText = async (method: string, path: string, options: RequestOptions = {}): Promise<string> => {
   const token = options.token ?? session.get()
   const headers: Record<string, string> = { accept: "application/json", ...options.headers }
   if (token !== undefined) headers.authorization = `Bearer ${token}`
   if (options.body !== undefined) headers["content-type"] = "application/json"
+  if (options.text !== undefined) headers["content-type"] = options.text.contentType
   const response = await fetch(path.startsWith("/") ? path : `/api/v1/${path}`, {
     method,
     headers,
-    body: options.body === undefined ? null : JSON.stringify(options.body),
+    body: options.text !== undefined
+      ? options.text.body
+      : options.body === undefined
+      ? null
+      : JSON.stringify(options.body),
     cache: "no-store"
   })
   const text = await response.text()
-  let body: any = undefined
-  try {
-    body = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    body = undefined
-  }
   if (!response.ok) {
+    let body: any = undefined
+    try {
+      body = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      body = undefined
+    }
     if (response.status === 401 && options.token === undefined) { for (const l of unauthorized) l() }
     const error = body?.error ?? {}
     throw new ApiError(
@@ -69,7 +89,7 @@ export const request = async <A = any>(
       Array.isArray(error.fields) ? error.fields : []
     )
   }
-  return body as A
+  return text
 }
 
 /** Every item of a paginated list (follows `nextCursor`, bounded to 20 pages). */

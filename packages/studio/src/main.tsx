@@ -7,6 +7,7 @@ import { useEffect, useState } from "preact/hooks"
 import { onUnauthorized, request, session } from "./api.ts"
 import { connect, type LiveStatus } from "./live.ts"
 import { Audit } from "./pages/Audit.tsx"
+import { Configuration } from "./pages/Configuration.tsx"
 import { Connections } from "./pages/Connections.tsx"
 import { Import } from "./pages/Import.tsx"
 import { Overview, resetStats, startStats } from "./pages/Overview.tsx"
@@ -26,6 +27,7 @@ const routes: ReadonlyArray<readonly [string, string, () => JSX.Element]> = [
   ["/tokens", "Tokens", Tokens],
   ["/audit", "Audit", Audit],
   ["/import", "OpenAPI import", Import],
+  ["/configuration", "Configuration", Configuration],
   ["/settings", "Settings", Settings]
 ]
 

@@ -8,7 +8,9 @@
  * `UpstreamHealth` is present). It needs the storage repositories and
  * `Admission` (the per-IP and failed-authentication limits); OAuth
  * (`OAuthConfig` + `JwtVerifier`) is optional and used when present.
- * `POST /api/v1/openapi/import` needs `OpenApiImporter`. Not here:
+ * `POST /api/v1/openapi/import` needs `OpenApiImporter`; the configuration
+ * document's export and apply (`/api/v1/config/...`) need
+ * `ConfigurationApplier`. Not here:
  * `GET /api/v1/events` (mounted by the lead).
  *
  * **Why `HttpRouter` and not `HttpApi`.** `HttpApi` shines when the schemas
@@ -40,12 +42,14 @@ import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
 import type { Admission } from "../auth/Admission.ts"
 import type { JanusConfig } from "../config/JanusConfig.ts"
+import type { ConfigurationApplier } from "../configuration/Applier.ts"
 import type { DownstreamClient } from "../egress/index.ts"
 import type { OpenApiImporter } from "../openapi/index.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import { AuditRoutes } from "./Audit.ts"
 import { ConfigRoutes } from "./Config.ts"
+import { ConfigurationRoutes } from "./Configuration.ts"
 import { ConnectionCheckRoutes } from "./ConnectionChecks.ts"
 import { ConnectionRoutes } from "./Connections.ts"
 import { EndpointRoutes } from "./Endpoints.ts"
@@ -78,9 +82,11 @@ export const AdminApiRoutes: Layer.Layer<
   | DownstreamClient
   | SecretCache
   | Admission
+  | ConfigurationApplier
 > = Layer.mergeAll(
   AuditRoutes,
   ConfigRoutes,
+  ConfigurationRoutes,
   ConnectionCheckRoutes,
   ConnectionRoutes,
   EndpointRoutes,

@@ -10,13 +10,26 @@ import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
 import { Command } from "effect/cli"
 import { InvalidConfiguration, JanusConfig } from "../config/JanusConfig.ts"
 import { Logging } from "../observability/index.ts"
+import { apply, export_ } from "./Configuration.ts"
 import { doctor, key, migrate } from "./Operations.ts"
 import { connection, endpoint, openapi, secret, token } from "./Resources.ts"
 import { serve } from "./Serve.ts"
 
 const janus = Command.make("janus").pipe(
   Command.withDescription("Janus, the MCP gateway"),
-  Command.withSubcommands([serve, migrate, doctor, token, connection, endpoint, openapi, secret, key])
+  Command.withSubcommands([
+    serve,
+    migrate,
+    doctor,
+    token,
+    connection,
+    endpoint,
+    openapi,
+    secret,
+    key,
+    export_,
+    apply
+  ])
 )
 
 janus.pipe(

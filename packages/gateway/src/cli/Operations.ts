@@ -8,7 +8,9 @@
  *   Redis reachable (when `REDIS_URL`), for every connection whether the
  *   egress policy allows its URL, and with OAuth on, the OAuth settings as
  *   `serve` checks them and each issuer's metadata and signing keys (a FAIL
- *   names the issuer). Exit code 1 when any check fails. An
+ *   names the issuer), and `JANUS_CONFIG_FILE` read and validated (its
+ *   references too; what needs the database is checked when a server
+ *   applies it). Exit code 1 when any check fails. An
  *   invalid configuration stops before the checks: `janus` prints every
  *   problem and exits 78 (EX_CONFIG), as `serve` does. `doctor` only reads;
  *   in embedded mode with a server running it checks the server's `/readyz`
@@ -34,6 +36,8 @@ import * as Path from "node:path"
 import * as Tls from "node:tls"
 import { JanusConfig, unknownJanusVariables } from "../config/JanusConfig.ts"
 import * as OAuthVariables from "../config/OAuthVariables.ts"
+import * as Plan from "../configuration/Plan.ts"
+import { load } from "../configuration/Sources.ts"
 import { AllowList, EgressPolicy, portOf } from "../egress/index.ts"
 import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
 import { describeStorage, StorageLive } from "../StorageLive.ts"
@@ -163,6 +167,37 @@ const checkEgress = (policy: EgressPolicy["Service"], name: string, raw: string,
       }
     }
     return { check, verdict: "ok", detail: `${url.origin} allowed (${addresses.join(", ")})` }
+  })
+
+/**
+ * JANUS_CONFIG_FILE read and decoded, and its references checked as a whole
+ * (`Plan.make` against nothing stored): what the database and the server's
+ * environment would add is checked when a server applies it.
+ */
+const configFileCheck = (config: JanusConfig["Service"]) =>
+  Effect.gen(function*() {
+    const check = "config file"
+    if (Option.isNone(config.JANUS_CONFIG_FILE)) {
+      return { check, verdict: "skip", detail: "JANUS_CONFIG_FILE unset" } satisfies Check
+    }
+    const path = config.JANUS_CONFIG_FILE.value
+    const loaded = yield* Effect.result(load(path))
+    const empty = { secrets: [], connections: [], endpoints: [], virtualServers: [], clientTokens: [] }
+    const planned = Result.isSuccess(loaded)
+      ? Plan.make(loaded.success.configuration, empty, { prune: false, issueTokens: true, resolved: new Map() })
+      : loaded.failure
+    if ("_tag" in planned) {
+      const problems = planned._tag === "ConfigurationInvalid" ? planned.problems.map((p) => p.line) : [planned.message]
+      return {
+        check,
+        verdict: "FAIL",
+        detail: `${problems.slice(0, 3).join("; ")}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ""}`
+      } satisfies Check
+    }
+    const doc = Result.getOrThrow(loaded).configuration
+    const count = doc.secrets.length + doc.connections.length + doc.endpoints.length + doc.virtualServers.length +
+      doc.clientTokens.length
+    return { check, verdict: "ok", detail: `${path} is valid (${count} resources)` } satisfies Check
   })
 
 const doctorChecks = Effect.gen(function*() {
@@ -325,6 +360,9 @@ const doctorChecks = Effect.gen(function*() {
   } else {
     checks.push({ check: "redis", verdict: "skip", detail: "REDIS_URL unset (single replica: limits in memory)" })
   }
+
+  // the configuration document `serve` applies (JANUS_CONFIG_FILE): whether it reads and validates here
+  checks.push(yield* configFileCheck(config))
 
   // OAuth: what `serve` would refuse, then each issuer's metadata and keys
   if (!config.OAUTH_ENABLED) {

@@ -27,7 +27,7 @@ import * as Fs from "node:fs/promises"
 import * as Egress from "../egress/index.ts"
 import { OpenApiImporter } from "../openapi/index.ts"
 import { StorageLive } from "../StorageLive.ts"
-import { CliFailure, guardEmbedded, handled, json, printJson, progress, splitList } from "./Support.ts"
+import { CliFailure, guardEmbedded, handled, json, printJson, progress, readStdin, splitList } from "./Support.ts"
 
 /** Runs `body` on the configured storage, after the embedded-mode guard; failures printed. */
 const stored = <A, E, R>(body: Effect.Effect<A, E, R>) =>
@@ -708,16 +708,6 @@ export const openapi = Command.make("openapi").pipe(
 // secret
 // -----------------------------------------------------------------------------
 
-const readStdin = Effect.tryPromise({
-  try: async () => {
-    if (process.stdin.isTTY) return undefined
-    const chunks: Array<Buffer> = []
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-    return Buffer.concat(chunks).toString("utf8")
-  },
-  catch: (e) => new CliFailure({ message: `cannot read stdin: ${(e as Error).message}`, fix: "use --value-file" })
-})
-
 const secretSet = Command.make("set", {
   name: Argument.String("name").pipe(Argument.withDescription("Secret name (letters, digits, _ . -)")),
   valueFile: Flag.String("value-file").pipe(
@@ -736,7 +726,7 @@ const secretSet = Command.make("set", {
             fix: "check the path and its permissions"
           })
       })
-      : yield* readStdin
+      : yield* readStdin("use --value-file")
     // One trailing newline (from `echo` or an editor) is not part of the value.
     const value = raw?.replace(/\r?\n$/, "")
     if (value === undefined || value === "") {

@@ -59,7 +59,10 @@ const fixes: Record<string, string> = {
   StorageError: "check that the database is reachable and migrated: run `janus doctor`",
   StorageUnavailable: "check that the database is reachable: run `janus doctor`",
   SqlError: "check DATABASE_URL (or JANUS_HOME) and that the database is reachable: run `janus doctor`",
-  MigrationError: "the database schema could not be migrated: run `janus migrate` and read its error"
+  MigrationError: "the database schema could not be migrated: run `janus migrate` and read its error",
+  ConfigurationInvalid: "correct the document at the paths above and apply it again (--dry-run checks it)",
+  ConfigurationChanged: "run `janus apply` again: it plans from what is stored now",
+  ConfigurationSourceError: "check the path given to -f (a file, a directory of .yaml/.json files, or - for stdin)"
 }
 
 /** The lines printed for a failure. */
@@ -126,6 +129,18 @@ export const guardEmbedded: Effect.Effect<void, CliFailure, JanusConfig> = Effec
       "set JANUS_PORT to the port of this home's server"
   })
 })
+
+/** All of stdin as text; undefined when stdin is a terminal (nothing was piped). */
+export const readStdin = (fix: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      if (process.stdin.isTTY) return undefined
+      const chunks: Array<Buffer> = []
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+      return Buffer.concat(chunks).toString("utf8")
+    },
+    catch: (e) => new CliFailure({ message: `cannot read stdin: ${(e as Error).message}`, fix })
+  })
 
 /** Splits a comma-separated flag value; empty entries dropped. */
 export const splitList = (value: string): Array<string> => value.split(",").map((s) => s.trim()).filter((s) => s !== "")

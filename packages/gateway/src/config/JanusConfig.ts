@@ -173,6 +173,16 @@ export const VARIABLES = {
     [],
     "Programs stdio upstream MCP servers may run: names on PATH or absolute paths, * within a path segment (comma-separated); empty allows none"
   ),
+  JANUS_CONFIG_FILE: optional(
+    Settings.text,
+    "A configuration document (file, or directory of .yaml/.json files) applied at start and again whenever it " +
+      "changes; one that does not validate keeps the running configuration (see /readyz)"
+  ),
+  JANUS_CONFIG_PRUNE: variable(
+    Settings.boolean,
+    false,
+    "Whether applying JANUS_CONFIG_FILE also removes what the document does not name (otherwise it is kept)"
+  ),
   // the standard OpenTelemetry variables (export, sampling, propagation): config/OtelVariables.ts
   ...OtelVariables.VARIABLES
 } as const

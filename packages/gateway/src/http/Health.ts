@@ -16,6 +16,11 @@
  *   keys were fetched they are held through an authorization server's
  *   outage, so readiness does not follow the authorization server's health
  *   (which would take every replica out at once).
+ * - With `JANUS_CONFIG_FILE`, the body has a `configFile` detail: the state
+ *   of its last read (`applied`, `unchanged`, `invalid`, `failed`), its
+ *   digest, when it was applied and, when it was refused, why. A refused
+ *   document does not make the instance unready: it keeps serving the
+ *   configuration it has (`configuration/ConfigFile.ts`).
  *
  * @since 0.1.0
  */
@@ -23,6 +28,7 @@ import { ClientTokens, StorageHealth } from "@janus/storage"
 import { Clock, Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
+import { ConfigFile } from "../configuration/ConfigFile.ts"
 import { JwksCache, type JwksStatus } from "../oauth/index.ts"
 
 const oauthDetail = (statuses: ReadonlyArray<JwksStatus>) =>
@@ -38,6 +44,14 @@ export const HealthRoutes = HttpRouter.use(Effect.fn(function*(router) {
   const jwks = yield* Effect.serviceOption(JwksCache)
   const config = yield* Effect.serviceOption(JanusConfig)
   const tokens = yield* Effect.serviceOption(ClientTokens)
+  const configFile = yield* Effect.serviceOption(ConfigFile)
+
+  /** The detail of JANUS_CONFIG_FILE, when one is configured. */
+  const configFileDetail = Option.match(configFile, {
+    onNone: () => Effect.succeed({}),
+    onSome: (file) =>
+      Effect.map(file.status, Option.match({ onNone: () => ({}), onSome: (status) => ({ configFile: status }) }))
+  })
 
   /** Whether a request can get in without OAuth: anonymous access, or an active client token. */
   const otherWayIn = Effect.gen(function*() {
@@ -52,18 +66,20 @@ export const HealthRoutes = HttpRouter.use(Effect.fn(function*(router) {
   })
 
   const ready = Effect.gen(function*() {
-    if (Option.isNone(jwks)) return HttpServerResponse.jsonUnsafe({ status: "ready" })
+    const file = yield* configFileDetail
+    if (Option.isNone(jwks)) return HttpServerResponse.jsonUnsafe({ status: "ready", ...file })
     const statuses = yield* jwks.value.status
     const oauth = oauthDetail(statuses)
     if (statuses.some((s) => s.fetchedAt !== undefined) || (yield* otherWayIn)) {
-      return HttpServerResponse.jsonUnsafe({ status: "ready", oauth })
+      return HttpServerResponse.jsonUnsafe({ status: "ready", oauth, ...file })
     }
     const errors = statuses.flatMap((s) => s.lastError === undefined ? [] : [`${s.issuer}: ${s.lastError}`])
     return HttpServerResponse.jsonUnsafe({
       status: "unavailable",
       reason: "OAuth access tokens are the only way in and no issuer's signing keys were fetched yet" +
         (errors.length === 0 ? "" : ` (${errors.join("; ")})`),
-      oauth
+      oauth,
+      ...file
     }, { status: 503 })
   })
 

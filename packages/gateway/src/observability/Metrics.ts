@@ -25,6 +25,8 @@
  * | `janus.event_log.buffered` | gauge | | `janus_event_log_buffered` |
  * | `janus.ready` | gauge (1 ready) | | `janus_ready` |
  * | `janus.draining` | gauge (1 draining) | | `janus_draining` |
+ * | `janus.config_file.applies` | counter | `outcome` (applied, unchanged, invalid, failed) | `janus_config_file_applies_total` |
+ * | `janus.config_file.valid` | gauge (1 valid and applied) | | `janus_config_file_valid` |
  *
  * Defined elsewhere and exported the same way: `studio.sse.dropped{reason}`
  * and `studio.sse.subscribers` (packages/sse), `janus.audit.dropped` and
@@ -178,6 +180,16 @@ export const ready = Metric.gauge("janus.ready", {
 
 export const draining = Metric.gauge("janus.draining", {
   description: "1 while the instance drains after SIGTERM"
+})
+
+export const configFileApplies = Metric.counter("janus.config_file.applies", {
+  description: "JANUS_CONFIG_FILE reads by outcome: applied (changes made), unchanged, invalid (kept the running " +
+    "configuration), failed (the database; retried)",
+  incremental: true
+})
+
+export const configFileValid = Metric.gauge("janus.config_file.valid", {
+  description: "1 when the last read of JANUS_CONFIG_FILE validated and is applied, 0 when it did not"
 })
 
 // -----------------------------------------------------------------------------

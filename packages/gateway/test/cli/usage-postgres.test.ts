@@ -8,7 +8,19 @@ import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { freePort, janus, tempHome } from "./run.ts"
 
-const COMMANDS = ["serve", "migrate", "doctor", "token", "connection", "endpoint", "openapi", "secret", "key"]
+const COMMANDS = [
+  "serve",
+  "migrate",
+  "doctor",
+  "token",
+  "connection",
+  "endpoint",
+  "openapi",
+  "secret",
+  "key",
+  "export",
+  "apply"
+]
 
 describe.concurrent("janus usage and flag errors", () => {
   it("--help everywhere, and each mistake named with its fix", async () => {

@@ -7,9 +7,10 @@
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, Connections, Endpoints, Secrets } from "@janus/storage"
 import { parser as promql } from "@prometheus-io/lezer-promql"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { getMetricsFromIterator, type PromMetric, type PromMetrics } from "prom2javascript"
 import * as Yaml from "yaml"
@@ -209,9 +210,18 @@ const familyOf = (metric: string, exported: PromMetrics): string | undefined => 
 const PROMETHEUS_OWN = new Set(["up"])
 const TARGET_LABELS = new Set(["job", "instance"])
 
+// A configuration document that declares nothing, so `janus_config_file_*` are exported (and alerts can use them).
+const configFile = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-metrics-")), "janus.yaml")
+Fs.writeFileSync(configFile, "apiVersion: janus/v1\nkind: Configuration\n")
+
 const TestLayer = Layer.effectDiscard(seed).pipe(
   Layer.provideMerge(ObservedGateway.layer({
-    config: { MCP_MAX_CONCURRENT_CALLS: 3, RATE_LIMIT_IP: 5, RATE_LIMIT_IP_BURST: 30 }
+    config: {
+      MCP_MAX_CONCURRENT_CALLS: 3,
+      RATE_LIMIT_IP: 5,
+      RATE_LIMIT_IP_BURST: 30,
+      JANUS_CONFIG_FILE: Option.some(configFile)
+    }
   })),
   Layer.provideMerge(Downstream.layer)
 )
@@ -272,6 +282,11 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("/metrics after
       assert.strictEqual(family(families, "janus_audit_dropped_total").data[0]?.value, 0)
       assert.strictEqual(family(families, "janus_ready").data[0]?.value, 1)
       assert.strictEqual(family(families, "janus_draining").data[0]?.value, 0)
+      assert.strictEqual(family(families, "janus_config_file_valid").data[0]?.value, 1)
+      assert.strictEqual(
+        sample(family(families, "janus_config_file_applies_total"), { outcome: "unchanged" })?.value,
+        1
+      )
 
       // No secret and no argument reaches the exposition.
       assert.notInclude(scraped.text, "s3cr3t-value-123")
@@ -311,13 +326,22 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("/metrics after
           "janus_event_log_flush_size",
           "janus_event_log_flush_lag_seconds",
           "janus_ready",
-          "janus_draining"
+          "janus_draining",
+          "janus_config_file_valid"
         ]
       ) assert.isTrue(used.has(name), `neither the dashboard nor the alerts use ${name}`)
       // Alerts for shedding, breaker open, event-stream drops and readiness exist.
       const alerts = Yaml.parse(Fs.readFileSync(Path.join(DEPLOY, "prometheus-rules.yaml"), "utf8"))
         .groups.flatMap((g: any) => g.rules.map((r: any) => r.alert as string))
-      for (const alert of ["JanusShedding", "JanusBreakerOpen", "JanusEventStreamDrops", "JanusNotReady"]) {
+      for (
+        const alert of [
+          "JanusShedding",
+          "JanusBreakerOpen",
+          "JanusEventStreamDrops",
+          "JanusNotReady",
+          "JanusConfigFileInvalid"
+        ]
+      ) {
         assert.include(alerts, alert)
       }
     }))

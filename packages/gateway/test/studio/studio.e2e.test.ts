@@ -349,6 +349,104 @@ else {
       }), 60_000)
 
     it.effect(
+      "configuration as code: export, paste and preview the diff, apply it (a token shown once), refusals",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const token = yield* newAdminToken
+          yield* Effect.promise(async () => {
+            const { page, errors, close } = await newPage()
+            try {
+              await signIn(page, base, token, "/configuration")
+              await page.getByRole("heading", { level: 1, name: "Configuration" }).waitFor()
+
+              // the export button downloads the document
+              const [download] = await Promise.all([
+                page.waitForEvent("download"),
+                page.getByRole("button", { name: "Export YAML" }).click()
+              ])
+              assert.strictEqual(download.suggestedFilename(), "janus.yaml")
+              const exported = await new Promise<string>((resolve, reject) => {
+                void download.createReadStream().then((stream) => {
+                  let text = ""
+                  stream.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+                  stream.on("end", () => resolve(text))
+                  stream.on("error", reject)
+                }, reject)
+              })
+              assert.match(exported, /^apiVersion: janus\/v1\nkind: Configuration\n/)
+
+              // paste a document: the preview is the plan as a diff; nothing is written yet (what it does not name
+              // is listed as kept)
+              await api(base, token, "POST", "connections", {
+                body: { kind: "rest", name: "kept-by-config", baseUrl: "https://kept.example.com" },
+                status: 201
+              })
+              const document = [
+                "apiVersion: janus/v1",
+                "kind: Configuration",
+                "connections:",
+                "  - { name: config-e2e, kind: rest, baseUrl: " + downstream!.url + ", egressAllowList: [127.0.0.1] }",
+                "endpoints:",
+                "  - name: config_e2e_pets",
+                "    connection: config-e2e",
+                "    method: GET",
+                "    pathTemplate: /pets",
+                "    inputSchema: { type: object }",
+                "clientTokens:",
+                "  - { name: config-e2e-agent, allowedTools: [config_e2e_pets] }"
+              ].join("\n")
+              await page.getByLabel("Document (YAML or JSON)").fill(document)
+              await page.getByRole("button", { name: "Preview" }).click()
+              await waitText(page, "configuration-preview", "+ connection config-e2e")
+              const preview = (await page.getByTestId("configuration-preview").textContent())!
+              assert.include(preview, "+ endpoint config_e2e_pets")
+              assert.include(preview, "+ client token config-e2e-agent")
+              assert.notInclude(preview, "+ connection petstore", "what exists is not added")
+              assert.include(preview, "− connection kept-by-config (not in the document; kept without prune)")
+              const listed = await api(base, token, "GET", "connections?limit=100")
+              assert.isFalse(listed.items.some((c: any) => c.name === "config-e2e"), "a preview writes nothing")
+              await screenshot(page, "configuration")
+
+              // apply that plan: the new token's value shown once; the connection appears in the Connections page
+              await page.getByRole("button", { name: "Apply this plan" }).click()
+              await page.getByRole("status").filter({ hasText: "Applied: 3 added" }).waitFor()
+              assert.match((await page.getByTestId("issued-tokens").textContent())!, /config-e2e-agent: jns_[\w-]{43}/)
+              await go(page, "Connections")
+              await waitText(page, "connections", "config-e2e")
+
+              // a document that does not validate: every problem with its path, nothing written
+              await go(page, "Configuration")
+              await page.getByLabel("Document (YAML or JSON)").fill(
+                document.replace(`baseUrl: ${downstream!.url}`, "baseUrl: ftp://files.example").replace(
+                  "connection: config-e2e",
+                  "connection: nope"
+                )
+              )
+              await page.getByRole("button", { name: "Preview" }).click()
+              const problems = page.getByTestId("configuration-problems")
+              await problems.waitFor()
+              assert.include(
+                await problems.textContent(),
+                "endpoints[0].connection: refers to unknown connection \"nope\""
+              )
+              await page.getByLabel("Document (YAML or JSON)").fill(
+                document.replace(`baseUrl: ${downstream!.url}`, "baseUrl: ftp://files.example")
+              )
+              await page.getByRole("button", { name: "Preview" }).click()
+              await waitText(page, "configuration-problems", "connections[0].baseUrl: got \"ftp://files.example\"")
+              const after = await byName(base, token, "connections", "config-e2e")
+              assert.strictEqual(after.baseUrl, downstream!.url)
+              assert.deepStrictEqual(errors, [])
+            } finally {
+              await close()
+            }
+          })
+        }),
+      60_000
+    )
+
+    it.effect(
       "an API-made change appears without reload; a forced resync refetches; a dropped stream resumes",
       () =>
         Effect.gen(function*() {

@@ -1,6 +1,7 @@
 /** OpenAPI import: a document by upload, paste or URL; preview (plan and diff), then apply. */
 import { useState } from "preact/hooks"
 import { request } from "../api.ts"
+import { Diff, type DiffLine } from "../diff.tsx"
 import { refresh } from "../store.ts"
 import { ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
@@ -95,22 +96,38 @@ export const Import = () => {
                 </>
               )}
           </p>
-          <ul class="diff">
-            {preview.diff.added.map((e: any) => (
-              <li key={`a-${e.name}`} class="added">
-                + {e.name} <code>{e.method} {e.pathTemplate}</code>
-              </li>
-            ))}
-            {preview.diff.changed.map((e: any) => (
-              <li key={`c-${e.name}`} class="changed">~ {e.name} ({e.fields.join(", ")})</li>
-            ))}
-            {preview.diff.removed.map((e: any) => (
-              <li key={`r-${e.name}`} class="removed">
-                − {e.name} <code>{e.method} {e.pathTemplate}</code>
-              </li>
-            ))}
-            {preview.diff.unchanged.map((n: string) => <li key={`u-${n}`}>= {n}</li>)}
-          </ul>
+          <Diff
+            lines={[
+              ...preview.diff.added.map((e: any): DiffLine => ({
+                key: `a-${e.name}`,
+                kind: "added",
+                children: (
+                  <>
+                    {e.name} <code>{e.method} {e.pathTemplate}</code>
+                  </>
+                )
+              })),
+              ...preview.diff.changed.map((e: any): DiffLine => ({
+                key: `c-${e.name}`,
+                kind: "changed",
+                children: `${e.name} (${e.fields.join(", ")})`
+              })),
+              ...preview.diff.removed.map((e: any): DiffLine => ({
+                key: `r-${e.name}`,
+                kind: "removed",
+                children: (
+                  <>
+                    {e.name} <code>{e.method} {e.pathTemplate}</code>
+                  </>
+                )
+              })),
+              ...preview.diff.unchanged.map((n: string): DiffLine => ({
+                key: `u-${n}`,
+                kind: "unchanged",
+                children: n
+              }))
+            ]}
+          />
           {preview.plan.skipped.length > 0 && (
             <>
               <h3>Skipped</h3>
