@@ -13,6 +13,8 @@
  * - Strings and keys are well-formed Unicode without U+0000: Postgres can
  *   store neither a NUL nor a lone surrogate, and would fail the write with an
  *   internal error instead of telling the caller which field is wrong.
+ * - Numbers are finite: `1e400` parses to Infinity, which no field holds and
+ *   which would otherwise be reported as "got null" (JSON's spelling of it).
  * - A parse error says where (position), never what: the text may be a
  *   secret, and the body is never logged or echoed.
  *
@@ -73,7 +75,7 @@ export const readObject = (
         "The request body must be a JSON object"
       )
     }
-    const bad = unstorableStrings(body)
+    const bad = unstorableValues(body)
     if (bad.length > 0) return yield* Problem.invalidFields(bad)
     return body as JsonObject
   })
@@ -124,14 +126,18 @@ const jsonType = (value: unknown): string =>
 
 const storable = (s: string): boolean => s.isWellFormed() && !s.includes("\u0000")
 
-/** Paths of strings and keys that Postgres cannot store (depth is bounded by `MAX_DEPTH`). */
-const unstorableStrings = (root: object): Array<Problem.FieldError> => {
+/** Paths of strings, keys and numbers that no field can hold (depth is bounded by `MAX_DEPTH`). */
+const unstorableValues = (root: object): Array<Problem.FieldError> => {
   const found: Array<Problem.FieldError> = []
   const message = "Expected well-formed Unicode text without U+0000 (NUL)"
   const walk = (value: unknown, path: string): void => {
     if (found.length >= 20) return
     if (typeof value === "string") {
       if (!storable(value)) found.push({ path, message })
+    } else if (typeof value === "number") {
+      if (!Number.isFinite(value)) {
+        found.push({ path, message: "Expected a finite number; got a number too large to represent (beyond ±1.8e308)" })
+      }
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => walk(item, join(path, String(i))))
     } else if (value !== null && typeof value === "object") {
