@@ -55,6 +55,8 @@ import {
 
 const SEED = Number(process.env.HOSTILE_FUZZ_SEED ?? 152_026)
 const RUNS = { stateless: 150, sessions: 100, admin: 250 } as const
+/** A property's run is bounded by `RUNS`; this only caps its wall time on a loaded machine. */
+const PROPERTY_TIMEOUT = 180_000
 
 // -----------------------------------------------------------------------------
 // The gateway under test: the pets downstream and its tools, a playground for the admin API
@@ -635,34 +637,42 @@ const adminRequest = (fixture: FixtureShape): fc.Arbitrary<Wire> => {
 // -----------------------------------------------------------------------------
 
 layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("hostile input", (it) => {
-  it.effect("/mcp 2026-07-28: hostile names, arguments, ids, _meta and headers never get a server error", () =>
-    Effect.gen(function*() {
-      const base = yield* baseUrl
-      const request = fc.oneof(
-        { weight: 3, arbitrary: call(true).map((c) => ({ attempt: true, wire: statelessCall(c) })) },
-        { weight: 2, arbitrary: statelessBroken.map((wire) => ({ attempt: false, wire })) }
-      )
-      yield* Effect.promise(() =>
-        check(request, { numRuns: RUNS.stateless, seed: SEED }, async ({ attempt, wire }) => {
-          if (attempt) attempts++
-          assertNoServerError(await send(base, wire))
-        })
-      )
-    }))
+  it.effect(
+    "/mcp 2026-07-28: hostile names, arguments, ids, _meta and headers never get a server error",
+    () =>
+      Effect.gen(function*() {
+        const base = yield* baseUrl
+        const request = fc.oneof(
+          { weight: 3, arbitrary: call(true).map((c) => ({ attempt: true, wire: statelessCall(c) })) },
+          { weight: 2, arbitrary: statelessBroken.map((wire) => ({ attempt: false, wire })) }
+        )
+        yield* Effect.promise(() =>
+          check(request, { numRuns: RUNS.stateless, seed: SEED }, async ({ attempt, wire }) => {
+            if (attempt) attempts++
+            assertNoServerError(await send(base, wire))
+          })
+        )
+      }),
+    PROPERTY_TIMEOUT
+  )
 
-  it.effect("/mcp 2025 sessions and batches: hostile clientInfo, calls and messages never get a server error", () =>
-    Effect.gen(function*() {
-      const base = yield* baseUrl
-      const sessions = yield* Effect.promise(() =>
-        Promise.all([openSession(base, "2025-11-25"), openSession(base, "2025-03-26")])
-      )
-      yield* Effect.promise(() =>
-        check(sessionRuns(sessions), { numRuns: RUNS.sessions, seed: SEED }, async (run) => {
-          attempts += run.attempts
-          assertNoServerError(await send(base, run.wire))
-        })
-      )
-    }))
+  it.effect(
+    "/mcp 2025 sessions and batches: hostile clientInfo, calls and messages never get a server error",
+    () =>
+      Effect.gen(function*() {
+        const base = yield* baseUrl
+        const sessions = yield* Effect.promise(() =>
+          Promise.all([openSession(base, "2025-11-25"), openSession(base, "2025-03-26")])
+        )
+        yield* Effect.promise(() =>
+          check(sessionRuns(sessions), { numRuns: RUNS.sessions, seed: SEED }, async (run) => {
+            attempts += run.attempts
+            assertNoServerError(await send(base, run.wire))
+          })
+        )
+      }),
+    PROPERTY_TIMEOUT
+  )
 
   it.effect("/api/v1: hostile bodies, queries, paths and headers never get a 5xx", () =>
     Effect.gen(function*() {
@@ -673,7 +683,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("hostile input
           assertNoServerError(await send(base, wire))
         })
       )
-    }))
+    }), PROPERTY_TIMEOUT)
 
   it.effect("after the run: every tools/call attempt is audited, exactly once", () =>
     Effect.gen(function*() {
