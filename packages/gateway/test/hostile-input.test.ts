@@ -314,7 +314,7 @@ const statelessBroken: fc.Arbitrary<Wire> = fc.oneof(
         method: "tools/call",
         params: isObject(params)
           ? {
-            ...params,
+            ...(params as { readonly [key: string]: Json }),
             name: c.name,
             arguments: isObject(args) ? new RawNumber("1e400") : args,
             _meta: statelessMeta(c.meta, clientInfo)
