@@ -75,47 +75,46 @@ class Fixture extends Context.Service<Fixture, FixtureShape>()("test/hostile-inp
 
 const seed = Effect.gen(function*() {
   // two failures open the circuit: were client input counted, the run would open it at once
-  const pets = yield* Downstream.connection({ breaker: { consecutiveFailures: 2, openMs: 600_000 } })
+  yield* Downstream.petsTools({ breaker: { consecutiveFailures: 2, openMs: 600_000 } }, [
+    {
+      name: "get_pet",
+      method: "GET",
+      pathTemplate: "/pets/{id}",
+      arguments: { id: "path", tag: "query", "x-note": "header" },
+      inputSchema: {
+        type: "object",
+        properties: { id: { type: "string" }, tag: { type: "string" }, "x-note": { type: "string" } },
+        required: ["id"]
+      }
+    },
+    {
+      name: "create_pet",
+      method: "POST",
+      pathTemplate: "/pets",
+      arguments: { name: "body", meta: "body" },
+      inputSchema: { type: "object", properties: { name: { type: "string" }, meta: {} } }
+    },
+    {
+      name: "any_pet",
+      method: "GET",
+      pathTemplate: "/pets/{id}",
+      arguments: { id: "path", q: "query", "x-note": "header" },
+      inputSchema: { type: "object", properties: { id: {}, q: {}, "x-note": {} } }
+    },
+    // on 2026-07-28 the `Mcp-Param-Region` header mirrors `region`
+    {
+      name: "region_pet",
+      method: "GET",
+      pathTemplate: "/pets/{id}",
+      arguments: { id: "path", region: "query" },
+      inputSchema: {
+        type: "object",
+        properties: { id: { type: "string" }, region: { type: "string", "x-mcp-header": "Region" } },
+        required: ["id", "region"]
+      }
+    }
+  ])
   const endpoints = yield* Endpoints
-  const tool = (input: Omit<Parameters<typeof endpoints.create>[0], "connectionId">) =>
-    endpoints.create({ connectionId: pets.id, ...input })
-  yield* tool({
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path", tag: "query", "x-note": "header" },
-    inputSchema: {
-      type: "object",
-      properties: { id: { type: "string" }, tag: { type: "string" }, "x-note": { type: "string" } },
-      required: ["id"]
-    }
-  })
-  yield* tool({
-    name: "create_pet",
-    method: "POST",
-    pathTemplate: "/pets",
-    arguments: { name: "body", meta: "body" },
-    inputSchema: { type: "object", properties: { name: { type: "string" }, meta: {} } }
-  })
-  yield* tool({
-    name: "any_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path", q: "query", "x-note": "header" },
-    inputSchema: { type: "object", properties: { id: {}, q: {}, "x-note": {} } }
-  })
-  // on 2026-07-28 the `Mcp-Param-Region` header mirrors `region`
-  yield* tool({
-    name: "region_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path", region: "query" },
-    inputSchema: {
-      type: "object",
-      properties: { id: { type: "string" }, region: { type: "string", "x-mcp-header": "Region" } },
-      required: ["id", "region"]
-    }
-  })
 
   const admins = yield* AdminTokens
   const admin = yield* admins.create({ name: "hostile-input" })
