@@ -71,13 +71,7 @@ const seed = Effect.gen(function*() {
       arguments: { name: "body", meta: "body" },
       inputSchema: { type: "object", properties: { name: { type: "string" }, meta: {} } }
     },
-    {
-      name: "any_pet",
-      method: "GET",
-      pathTemplate: "/pets/{id}",
-      arguments: { id: "path", q: "query", "x-note": "header" },
-      inputSchema: { type: "object", properties: { id: {}, q: {}, "x-note": {} } }
-    },
+    Downstream.anyPet,
     // on 2026-07-28 the `Mcp-Param-Region` header mirrors `region`
     {
       name: "region_pet",

@@ -52,13 +52,7 @@ const seed = Effect.gen(function*() {
       }
     },
     // untyped arguments: what the schema does not judge, the request still cannot carry
-    {
-      name: "any_pet",
-      method: "GET",
-      pathTemplate: "/pets/{id}",
-      arguments: { id: "path", q: "query", "x-note": "header" },
-      inputSchema: { type: "object", properties: { id: {}, q: {}, "x-note": {} } }
-    },
+    Downstream.anyPet,
     {
       name: "pair_07",
       method: "POST",
