@@ -19,11 +19,12 @@ describe("shedding at MCP_MAX_CONCURRENT_CALLS", () => {
       Effect.scoped(Effect.gen(function*() {
         const client = yield* v2
         const downstream = yield* Downstream.Downstream
-        const outcomes = yield* Effect.promise(() =>
-          Promise.all(
-            Array.from({ length: 5 }, () => settle(client.callTool({ name: "slow", arguments: { ms: 600 } })))
-          )
-        )
+        const call = (ms: number) => settle(client.callTool({ name: "slow", arguments: { ms } }))
+        const admitted = [call(2_000), call(2_000)]
+        // the excess arrives while the downstream holds both permitted calls, whatever the machine's load
+        for (let i = 0; i < 500 && (downstream.hits.get("GET /slow") ?? 0) < 2; i++) yield* Effect.sleep("20 millis")
+        const excess = yield* Effect.promise(() => Promise.all([call(1), call(1), call(1)]))
+        const outcomes = [...yield* Effect.promise(() => Promise.all(admitted)), ...excess]
         assert.strictEqual(outcomes.filter((o) => o === "ok").length, 2)
         const shed = outcomes.filter((o) => o !== "ok")
         assert.strictEqual(shed.length, 3)
@@ -52,7 +53,7 @@ describe("shedding at MCP_MAX_CONCURRENT_CALLS", () => {
           jsonrpc: "2.0",
           id: i + 1,
           method: "tools/call",
-          params: { name: "slow", arguments: { ms: 600 } }
+          params: { name: "slow", arguments: { ms: 2_000 } }
         }))
         const reply = yield* post(url, batch, session)
         const answers = reply.body as ReadonlyArray<{ result?: unknown; error?: { data?: { reason?: string } } }>
@@ -71,13 +72,15 @@ describe("audit", () => {
         const audit = yield* AuditLog
         const events = yield* EventLog
         const before = yield* events.latestId
+        const downstream = yield* Downstream.Downstream
         const call = (name: string, args: Record<string, unknown>) => settle(client.callTool({ name, arguments: args }))
+        const first = call("slow", { ms: 2_000 })
+        // the next two arrive while the first holds the only permit (the downstream has it), whatever the load
+        for (let i = 0; i < 500 && downstream.hits.get("GET /slow") === undefined; i++) {
+          yield* Effect.sleep("20 millis")
+        }
         const outcomes = yield* Effect.promise(() =>
-          Promise.all([
-            call("slow", { ms: 400 }),
-            new Promise((r) => setTimeout(r, 50)).then(() => call("slow", { ms: 1 })),
-            new Promise((r) => setTimeout(r, 50)).then(() => call("get_pet", { id: "5" }))
-          ])
+          Promise.all([first, call("slow", { ms: 1 }), call("get_pet", { id: "5" })])
         )
         assert.deepStrictEqual(outcomes.map((o) => o === "ok" ? "ok" : "refused"), ["ok", "refused", "refused"])
         assert.include(yield* Effect.promise(() => call("nope", {})), "Unknown tool")
@@ -171,13 +174,19 @@ describe("cancellation and progress", () => {
         const client = yield* v1
         const downstream = yield* Downstream.Downstream
         const controller = new AbortController()
+        const before = downstream.hits.get("GET /slow") ?? 0
         const pending = settle(
-          client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal })
+          client.callTool({ name: "slow", arguments: { ms: 20_000 } }, undefined, { signal: controller.signal })
         )
-        yield* Effect.sleep("300 millis")
+        // cancel once the downstream holds the request (not after a fixed delay: a loaded machine is slower)
+        for (let i = 0; i < 500 && (downstream.hits.get("GET /slow") ?? 0) === before; i++) {
+          yield* Effect.sleep("20 millis")
+        }
+        assert.strictEqual(downstream.hits.get("GET /slow"), before + 1)
         controller.abort("user gave up")
         yield* Effect.promise(() => pending)
-        for (let i = 0; i < 50 && downstream.aborted === 0; i++) yield* Effect.sleep("20 millis")
+        // well before the downstream's 20 s answer
+        for (let i = 0; i < 500 && downstream.aborted === 0; i++) yield* Effect.sleep("20 millis")
         assert.strictEqual(downstream.aborted, 1)
       })))
 

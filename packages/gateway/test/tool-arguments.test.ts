@@ -9,7 +9,7 @@
  * HTTP where a client cannot send the value (1e400).
  */
 import { assert, layer } from "@effect/vitest"
-import { AuditLog, Endpoints } from "@janus/storage"
+import { AuditLog } from "@janus/storage"
 import { Effect, Layer } from "effect"
 import * as GatewayTesting from "../src/testing.ts"
 import { meta, post, STATELESS } from "./mcp/http-client.ts"
@@ -18,87 +18,79 @@ import { mcpUrl, v1 as connectV1, v2 as connectV2 } from "./support/SdkClients.t
 
 const seed = Effect.gen(function*() {
   // two failures open the circuit: a caller's mistakes must never get there
-  const pets = yield* Downstream.connection({ breaker: { consecutiveFailures: 2, openMs: 60_000 } })
-  const endpoints = yield* Endpoints
-  const create = (input: Omit<Parameters<typeof endpoints.create>[0], "connectionId">) =>
-    endpoints.create({ connectionId: pets.id, ...input })
-  yield* create({
-    name: "get_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path", tag: "query", "x-note": "header" },
-    inputSchema: {
-      type: "object",
-      properties: {
-        id: { type: "integer", minimum: 1 },
-        tag: { type: "string", enum: ["good", "bad"] },
-        "x-note": { type: "string" }
+  yield* Downstream.petsTools({ breaker: { consecutiveFailures: 2, openMs: 60_000 } }, [
+    {
+      name: "get_pet",
+      method: "GET",
+      pathTemplate: "/pets/{id}",
+      arguments: { id: "path", tag: "query", "x-note": "header" },
+      inputSchema: {
+        type: "object",
+        properties: {
+          id: { type: "integer", minimum: 1 },
+          tag: { type: "string", enum: ["good", "bad"] },
+          "x-note": { type: "string" }
+        },
+        required: ["id"],
+        additionalProperties: false
       },
-      required: ["id"],
-      additionalProperties: false
+      outputSchema: {
+        type: "object",
+        properties: { id: { type: "string" }, name: { type: "string" } },
+        required: ["id", "name"]
+      }
     },
-    outputSchema: {
-      type: "object",
-      properties: { id: { type: "string" }, name: { type: "string" } },
-      required: ["id", "name"]
+    {
+      name: "create_pet",
+      method: "POST",
+      pathTemplate: "/pets",
+      arguments: { name: "body", role: "body" },
+      inputSchema: {
+        type: "object",
+        properties: { name: { type: "string", maxLength: 10 }, role: { type: "string" } },
+        required: ["name"]
+      }
+    },
+    // untyped arguments: what the schema does not judge, the request still cannot carry
+    Downstream.anyPet,
+    {
+      name: "pair_07",
+      method: "POST",
+      pathTemplate: "/pets",
+      arguments: { pair: "body" },
+      inputSchema: {
+        $schema: "http://json-schema.org/draft-07/schema#",
+        type: "object",
+        properties: { pair: { type: "array", items: [{ type: "string" }, { type: "integer" }] } }
+      }
+    },
+    {
+      name: "pair_2020",
+      method: "POST",
+      pathTemplate: "/pets",
+      arguments: { pair: "body" },
+      inputSchema: {
+        $schema: "https://json-schema.org/draft/2020-12/schema",
+        type: "object",
+        properties: { pair: { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }] } }
+      }
+    },
+    {
+      name: "aged_pet",
+      method: "GET",
+      pathTemplate: "/pets/{id}",
+      arguments: { id: "path" },
+      inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+      outputSchema: { type: "object", properties: { age: { type: "integer" } }, required: ["age"] }
+    },
+    {
+      name: "text_typed",
+      method: "GET",
+      pathTemplate: "/text",
+      inputSchema: { type: "object", properties: {} },
+      outputSchema: { type: "object" }
     }
-  })
-  yield* create({
-    name: "create_pet",
-    method: "POST",
-    pathTemplate: "/pets",
-    arguments: { name: "body", role: "body" },
-    inputSchema: {
-      type: "object",
-      properties: { name: { type: "string", maxLength: 10 }, role: { type: "string" } },
-      required: ["name"]
-    }
-  })
-  // untyped arguments: what the schema does not judge, the request still cannot carry
-  yield* create({
-    name: "any_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path", q: "query", "x-note": "header" },
-    inputSchema: { type: "object", properties: { id: {}, q: {}, "x-note": {} } }
-  })
-  yield* create({
-    name: "pair_07",
-    method: "POST",
-    pathTemplate: "/pets",
-    arguments: { pair: "body" },
-    inputSchema: {
-      $schema: "http://json-schema.org/draft-07/schema#",
-      type: "object",
-      properties: { pair: { type: "array", items: [{ type: "string" }, { type: "integer" }] } }
-    }
-  })
-  yield* create({
-    name: "pair_2020",
-    method: "POST",
-    pathTemplate: "/pets",
-    arguments: { pair: "body" },
-    inputSchema: {
-      $schema: "https://json-schema.org/draft/2020-12/schema",
-      type: "object",
-      properties: { pair: { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }] } }
-    }
-  })
-  yield* create({
-    name: "aged_pet",
-    method: "GET",
-    pathTemplate: "/pets/{id}",
-    arguments: { id: "path" },
-    inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
-    outputSchema: { type: "object", properties: { age: { type: "integer" } }, required: ["age"] }
-  })
-  yield* create({
-    name: "text_typed",
-    method: "GET",
-    pathTemplate: "/text",
-    inputSchema: { type: "object", properties: {} },
-    outputSchema: { type: "object" }
-  })
+  ])
 })
 
 const TestLayer = Layer.effectDiscard(seed).pipe(

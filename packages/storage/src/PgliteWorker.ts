@@ -21,15 +21,23 @@
  *   fields (`code`, `detail`, `constraint`, ...), so SQLSTATE classification
  *   works as in-thread. Statement text and parameters are not carried back.
  * - Notifications are forwarded to the listener that asked for them.
- * - `close` closes the database in the worker, then ends the worker. If the
- *   worker crashes or exits, every pending request fails with an error saying
- *   so, and later requests fail at once.
- * - The worker holds the process open only while it starts and while
- *   requests are pending.
+ * - `close` is queued behind the requests already sent (they finish first);
+ *   requests sent once `close` was called fail at once, so no statement runs
+ *   after it. If the worker crashes or exits, every pending request fails with
+ *   an error saying so, and later requests fail at once.
+ * - A worker is never terminated while it may be running PGlite: after the
+ *   database is closed (or failed to open) the worker closes its port and its
+ *   thread ends on its own; `close` waits for that. Only a worker that has
+ *   not ended `EXIT_TIMEOUT_MS` after its database closed is terminated, and
+ *   it is idle by then. Why: Node and V8 have had native crashes terminating
+ *   a thread inside WebAssembly or a pending module evaluation (e.g.
+ *   nodejs/node#43182, #56312), and a segfault takes the whole gateway down.
+ * - The worker holds the process open only while it starts, while requests
+ *   are pending, and while a `close` waits for its thread to end.
  * - The worker uses the main thread's module compile cache when that is on.
  * - A worker on a data directory holds its `DataDirLock` from spawn until the
- *   database is closed or the worker is gone: a directory in use by another
- *   process (or already open in this one) fails the start with
+ *   worker is gone (its database closed, or never opened): a directory in use
+ *   by another process (or already open in this one) fails the start with
  *   `DataDirInUse`.
  * - `prestart(dataDir)` boots a worker ahead of time (a process' entry calls
  *   it before loading the rest of its modules, so PGlite's WASM boot runs
@@ -106,13 +114,13 @@ interface Pending {
   readonly reject: (error: Error) => void
 }
 
-const prestarted = new Map<string, Promise<PgliteHandle>>()
+const prestarted = new Map<string, Promise<WorkerHandle>>()
 
 /**
  * Starts a worker on `dataDir` now, for the first `start` on that directory to take over (and returns what
  * that `start` will); a second `prestart` of a directory not yet taken over returns the first one's.
  */
-export const prestart = (dataDir: string): Promise<PgliteHandle> => {
+export const prestart = (dataDir: string): Promise<WorkerHandle> => {
   const key = Path.resolve(dataDir)
   const existing = prestarted.get(key)
   if (existing !== undefined) return existing
@@ -124,7 +132,7 @@ export const prestart = (dataDir: string): Promise<PgliteHandle> => {
 }
 
 /** Starts the worker and opens PGlite in it (in memory when `dataDir` is omitted), or takes over a `prestart`ed one. */
-export const start = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> => {
+export const start = (options: { readonly dataDir?: string | undefined }): Promise<WorkerHandle> => {
   if (options.dataDir !== undefined) {
     const key = Path.resolve(options.dataDir)
     const early = prestarted.get(key)
@@ -136,10 +144,21 @@ export const start = (options: { readonly dataDir?: string | undefined }): Promi
   return spawn(options)
 }
 
-const spawn = (options: { readonly dataDir?: string | undefined }): Promise<PgliteHandle> =>
+/**
+ * How long a worker whose database is closed (or failed to open) may take to end on its own before it is
+ * terminated. Its thread has nothing left to run by then; a few hundred milliseconds on a loaded machine.
+ */
+export const EXIT_TIMEOUT_MS = 5_000
+
+/** A worker's handle, with when its thread ended (for tests: 0 when it ended on its own, 1 when terminated). */
+export interface WorkerHandle extends PgliteHandle {
+  readonly exited: Promise<number>
+}
+
+const spawn = (options: { readonly dataDir?: string | undefined }): Promise<WorkerHandle> =>
   new Promise((resolveStart, rejectStart) => {
     const dataDir = options.dataDir
-    // one process per data directory: held from here until the database is closed or the worker is gone
+    // one process per data directory: held from here until the worker is gone
     // (throwing here rejects the start with `DataDirInUse`)
     const release = dataDir === undefined ? () => {} : DataDirLock.acquire(dataDir)
     const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
@@ -151,17 +170,34 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
     let nextId = 0
     let opened = false
     let closed = false
-    let closing = false
     let failure: Error | undefined
+    let markExited: (code: number) => void = () => {}
+    const exited = new Promise<number>((resolve) => (markExited = resolve))
 
     const settleAll = (error: Error) => {
       failure ??= error
       closed = true
-      release()
       for (const request of pending.values()) request.reject(error)
       pending.clear()
       listeners.clear()
       if (!opened) rejectStart(error)
+    }
+
+    /**
+     * Waits for the thread to end on its own; terminates it (idle by now) only past `EXIT_TIMEOUT_MS`.
+     * `hold`: whether the wait keeps the process alive (a `close` does; a failed start does not).
+     */
+    const ended = async (hold: boolean): Promise<void> => {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), EXIT_TIMEOUT_MS)
+        if (!hold) timer.unref()
+      })
+      try {
+        if (await Promise.race([exited, late]) === "late") await worker.terminate()
+      } finally {
+        clearTimeout(timer)
+      }
     }
 
     worker.on("message", (reply: Reply) => {
@@ -172,8 +208,10 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
           resolveStart(handle)
           return
         case "openFailed":
+          // the worker ends on its own (it closes its port); it must not hold the process meanwhile
+          worker.unref()
           settleAll(toError(reply.error))
-          void worker.terminate()
+          void ended(false)
           return
         case "notify":
           listeners.get(reply.listener)?.(reply.payload)
@@ -190,14 +228,13 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
       }
     })
     worker.on("error", (error) => settleAll(new Error(`PGlite worker crashed: ${error.message}`, { cause: error })))
-    worker.on("exit", (code) =>
-      settleAll(
-        new Error(closing ? "PGlite worker is closed" : `PGlite worker exited unexpectedly with code ${code}`)
-      ))
+    worker.on("exit", (code) => {
+      settleAll(new Error(closed ? "PGlite worker is closed" : `PGlite worker exited unexpectedly with code ${code}`))
+      release()
+      markExited(code)
+    })
 
-    const send = <A>(request: (id: number) => Request): Promise<A> => {
-      if (failure !== undefined) return Promise.reject(failure)
-      if (closed) return Promise.reject(new Error("PGlite worker is closed"))
+    const post = <A>(request: (id: number) => Request): Promise<A> => {
       const id = nextId++
       return new Promise<A>((resolve, reject) => {
         if (pending.size === 0) worker.ref()
@@ -206,7 +243,15 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
       })
     }
 
-    const handle: PgliteHandle = {
+    const send = <A>(request: (id: number) => Request): Promise<A> => {
+      if (failure !== undefined) return Promise.reject(failure)
+      if (closed) return Promise.reject(new Error("PGlite worker is closed"))
+      return post(request)
+    }
+
+    let closing: Promise<void> | undefined
+    const handle: WorkerHandle = {
+      exited,
       get closed() {
         return closed
       },
@@ -226,16 +271,20 @@ const spawn = (options: { readonly dataDir?: string | undefined }): Promise<Pgli
           await send((id) => ({ _tag: "unlisten", id, listener }))
         }
       },
-      close: async () => {
-        if (closed) return
-        closing = true
-        try {
-          await send((id) => ({ _tag: "close", id }))
-        } finally {
-          closed = true
-          await worker.terminate()
-          release()
-        }
+      close: () => {
+        if (closing !== undefined) return closing
+        // from here on requests fail at once: nothing may run after the close
+        const wasClosed = closed
+        closed = true
+        closing = (async () => {
+          try {
+            // behind the requests already sent; the worker closes its port after answering, so its thread ends
+            if (!wasClosed && failure === undefined) await post((id) => ({ _tag: "close", id }))
+          } finally {
+            await ended(true)
+          }
+        })()
+        return closing
       }
     }
   })

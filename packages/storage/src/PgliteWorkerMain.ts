@@ -5,6 +5,10 @@
  * Loaded by `new Worker(new URL(...))` as plain TypeScript under Node's type
  * stripping: erasable syntax only.
  *
+ * After answering `close`, or after a failed open, it closes its port: the
+ * thread then has nothing left and ends by itself, so the main thread never
+ * has to terminate it while PGlite runs.
+ *
  * @since 0.1.0
  */
 import type { PGlite } from "@electric-sql/pglite"
@@ -94,9 +98,12 @@ try {
         // A result that cannot be cloned fails its own request, not the chain.
         post({ _tag: "failed", id: request.id, error: fields(error) })
       }
+      // Closed: nothing is left to run, so the thread ends on its own (see PgliteWorker: never terminated mid-run).
+      if (request._tag === "close") port.close()
     })
   })
   post({ _tag: "ready" })
 } catch (error) {
   post({ _tag: "openFailed", error: fields(error) })
+  port.close()
 }

@@ -18,6 +18,8 @@
  *   100 characters) and says what is expected; the value is not shown when
  *   a path segment is named like a credential, or for the paths a route
  *   marks as secret (a secret's `value`).
+ * - Numbers are finite: `1e400` parses to Infinity, which no field holds and
+ *   which would otherwise be reported as "got null" (JSON's spelling of it).
  * - A parse error says where (position), never what: the text may be a
  *   secret, and the body is never logged or echoed.
  *
@@ -85,7 +87,7 @@ export const readObject = (
         "The request body must be a JSON object"
       )
     }
-    const bad = unstorableStrings(body, options.secretPaths ?? [])
+    const bad = unstorableValues(body, options.secretPaths ?? [])
     if (bad.length > 0) return yield* Problem.invalidFields(bad)
     return body as JsonObject
   })
@@ -145,8 +147,8 @@ const shown = (value: string): string => {
   return json.length > 100 ? `${json.slice(0, 97)}...` : json
 }
 
-/** Paths of strings and keys that Postgres cannot store (depth is bounded by `MAX_DEPTH`). */
-const unstorableStrings = (root: object, secretPaths: ReadonlyArray<string>): Array<Problem.FieldError> => {
+/** Paths of strings, keys and numbers that no field can hold (depth is bounded by `MAX_DEPTH`). */
+const unstorableValues = (root: object, secretPaths: ReadonlyArray<string>): Array<Problem.FieldError> => {
   const found: Array<Problem.FieldError> = []
   const hidden = (path: string) => secretPaths.includes(path) || path.split(".").some((s) => credentialLike.test(s))
   const walk = (value: unknown, path: string): void => {
@@ -155,6 +157,10 @@ const unstorableStrings = (root: object, secretPaths: ReadonlyArray<string>): Ar
       if (!Storable.isStorableText(value)) {
         const message = hidden(path) ? EXPECTED_TEXT : `${EXPECTED_TEXT}; got ${shown(value)}`
         found.push({ path, message })
+      }
+    } else if (typeof value === "number") {
+      if (!Number.isFinite(value)) {
+        found.push({ path, message: "Expected a finite number; got a number too large to represent (beyond ±1.8e308)" })
       }
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => walk(item, join(path, String(i))))

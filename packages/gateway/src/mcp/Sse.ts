@@ -31,6 +31,15 @@ export const named = (event: string, data: string): string => `event: ${event}\n
 /** A comment line that keeps the connection alive. */
 export const keepAlive = ": keepalive\n\n"
 
+/**
+ * The first frame of a stream that has nothing to send yet and no priming
+ * event (revisions before 2025-11-25, resumption): status and headers go out
+ * at once instead of with the first event or keep-alive, so a client waiting
+ * for the response is not held for the keep-alive interval. A comment, which
+ * every SSE client ignores.
+ */
+export const opened = ": open\n\n"
+
 const baseHeaders = {
   "cache-control": "no-cache, no-transform",
   "x-accel-buffering": "no"

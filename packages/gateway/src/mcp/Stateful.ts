@@ -37,7 +37,9 @@
  * - GET with `Accept: text/event-stream` opens the session's one standalone
  *   stream (409 if one is open) carrying coalesced
  *   `notifications/tools/list_changed`; with `Last-Event-ID` it resumes the
- *   stream that id belongs to. Without that Accept it is 406.
+ *   stream that id belongs to. Without that Accept it is 406. A GET stream
+ *   answers at once: with its priming event (2025-11-25 standalone), or else
+ *   an `: open` comment, never first with the keep-alive interval later.
  * - `logging/setLevel` stores the level with the session; a federated
  *   call's upstream log messages at or above it, and its upstream's
  *   server-to-client requests (when the client declared the capability), go
@@ -659,10 +661,10 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
         const replayed = yield* replayFrames(session, STANDALONE_STREAM, from).pipe(
           Effect.catchCause(() => Effect.succeed(Stream.empty))
         )
-        const priming = supportsPriming(session.protocolVersion) ?
-          Stream.succeed(Sse.priming(eventId(STANDALONE_STREAM, from), options.retryMs)) :
-          Stream.empty
-        return Stream.concat(priming, Stream.merge(replayed, keepAlive, { haltStrategy: "left" }))
+        const first = supportsPriming(session.protocolVersion) ?
+          Sse.priming(eventId(STANDALONE_STREAM, from), options.retryMs) :
+          Sse.opened
+        return Stream.concat(Stream.succeed(first), Stream.merge(replayed, keepAlive, { haltStrategy: "left" }))
       })).pipe(
         Stream.interruptWhen(Effect.raceFirst(Deferred.await(end), ended)),
         Stream.ensuring(Effect.sync(() => {
@@ -700,7 +702,10 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           ))),
         Effect.catchTag("McpSessionStoreError", () => Effect.fail(storeUnavailable))
       )
-      const events = Stream.merge(replayed, keepAlive, { haltStrategy: "left" })
+      const events = Stream.concat(
+        Stream.succeed(Sse.opened),
+        Stream.merge(replayed, keepAlive, { haltStrategy: "left" })
+      )
       return Sse.response(events.pipe(Stream.interruptWhen(ended)), sessionHeaders(session))
     }).pipe(Effect.catchTag("ProtocolError", (error) => Effect.succeed(HttpReply.error(null, error))))
 

@@ -64,7 +64,7 @@ layer(Support.layer(), Support.suiteOptions)("admin API: request bodies", (it) =
       expectStatus(yield* c.get("/api/v1/connections"), 200)
     }))
 
-  it.effect("deep nesting, NUL and lone surrogates are 400 naming the field (never a 500)", () =>
+  it.effect("deep nesting, NUL, lone surrogates and 1e400 are 400 naming the field (never a 500)", () =>
     Effect.gen(function*() {
       const c = client(yield* adminToken())
       const deep = "[".repeat(100_000) + "]".repeat(100_000)
@@ -93,6 +93,18 @@ layer(Support.layer(), Support.suiteOptions)("admin API: request bodies", (it) =
         "invalid_request"
       )
       assert.deepStrictEqual(fieldPaths(key), ["inputSchema.?"])
+      // 1e400 is no number a field can hold: named as such, not as the "null" JSON.stringify makes of Infinity
+      const huge = expectStatus(
+        yield* c.call("POST", "/api/v1/connections", {
+          text:
+            `{"kind":"rest","name":"h","baseUrl":"https://x.example","timeoutMs":1e400,"retry":{"maxAttempts":-1e400}}`
+        }),
+        400,
+        "invalid_request"
+      )
+      assert.deepStrictEqual(fieldPaths(huge), ["timeoutMs", "retry.maxAttempts"])
+      assert.include(huge.text, "too large to represent")
+      assert.notInclude(huge.text, "got null")
     }))
 
   it.effect(

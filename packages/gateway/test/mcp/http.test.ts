@@ -363,6 +363,29 @@ layer(Server, { excludeTestServices: true })("MCP over HTTP", (it) => {
         assert.strictEqual(refused.status, 400)
       }))
 
+    it.effect("a GET stream answers at once on every revision, also with nothing to send", () =>
+      Effect.gen(function*() {
+        const url = yield* mcpUrl
+        for (const version of ["2025-03-26", "2025-06-18", "2025-11-25"]) {
+          const session = yield* initialize(url, version)
+          // no event is due (nothing to replay, no list change): the first frame is no keep-alive
+          const first = yield* Effect.promise(async () => {
+            const response = await fetch(url, {
+              headers: { "mcp-session-id": session, accept: "text/event-stream", "mcp-protocol-version": version },
+              signal: AbortSignal.timeout(10_000)
+            })
+            const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+            const { value } = await reader.read()
+            await reader.cancel()
+            return { status: response.status, value }
+          })
+          assert.strictEqual(first.status, 200, version)
+          assert.notInclude(first.value, "keepalive", version)
+          if (version === "2025-11-25") assert.match(first.value!, /^id: .+\nretry: 100\ndata: \n\n/)
+          else assert.strictEqual(first.value, ": open\n\n", version)
+        }
+      }))
+
     it.effect("one GET stream per session, carrying list_changed", () =>
       Effect.gen(function*() {
         const url = yield* mcpUrl

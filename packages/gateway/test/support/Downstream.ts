@@ -96,6 +96,31 @@ export const connection = (extra: Partial<typeof RestConnectionInput.Encoded> = 
     })
   })
 
+/** An endpoint of the `pets` connection, as `Endpoints.create` takes it without the connection. */
+export type PetsTool = Omit<Parameters<(typeof Endpoints)["Service"]["create"]>[0], "connectionId">
+
+/** `any_pet`: `GET /pets/{id}` whose schema declares `id`, `q` and `x-note` without typing them. */
+export const anyPet: PetsTool = {
+  name: "any_pet",
+  method: "GET",
+  pathTemplate: "/pets/{id}",
+  arguments: { id: "path", q: "query", "x-note": "header" },
+  inputSchema: { type: "object", properties: { id: {}, q: {}, "x-note": {} } }
+}
+
+/**
+ * The `pets` REST connection (`connection(extra)`) with these endpoints, in
+ * order; a circuit that opens after few failures (`extra.breaker`) makes a
+ * test of "client input never opens it" strict.
+ */
+export const petsTools = (extra: Partial<typeof RestConnectionInput.Encoded>, tools: ReadonlyArray<PetsTool>) =>
+  Effect.gen(function*() {
+    const pets = yield* connection(extra)
+    const endpoints = yield* Endpoints
+    for (const tool of tools) yield* endpoints.create({ connectionId: pets.id, ...tool })
+    return pets
+  })
+
 /**
  * The `pets` REST connection to this downstream, with one `GET /pets/{id}`
  * endpoint per name in `tools` and, for each `[name, tools]` of
