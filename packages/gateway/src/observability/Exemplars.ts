@@ -77,9 +77,9 @@ export class HistogramExemplars {
     return found
   }
 
-  /** Forgets every exemplar (tests). */
+  /** Forgets every exemplar (tests); the series stay, since recorders keep them (see {@link of}). */
   clear(): void {
-    this.series.clear()
+    for (const series of this.series.values()) series.buckets.fill(undefined)
   }
 }
 

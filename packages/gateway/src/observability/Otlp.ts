@@ -24,8 +24,9 @@
  * - `service.instance.id` is the host name (the pod name on Kubernetes)
  *   unless `OTEL_RESOURCE_ATTRIBUTES` sets it, so replicas' cumulative
  *   metrics never collide.
- * - OTLP/JSON metric exports carry the call-duration exemplars
- *   (`Exemplars.attachOtlp`).
+ * - Metric exports carry the call-duration exemplars in every protocol
+ *   (OTLP/JSON: `Exemplars.attachOtlp`; protobuf, over HTTP and gRPC:
+ *   `ProtobufExemplars.attach`).
  * - Each export request is bounded by `OTEL_EXPORTER_OTLP_(<SIGNAL>_)TIMEOUT`;
  *   a failed export is dropped (effect's exporter pauses for a minute, the
  *   SDK's retries), never blocking a call.
@@ -42,7 +43,7 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Layer, Option, Redacted, Tracer } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientError } from "effect/http"
+import { FetchHttpClient, HttpBody, HttpClient, HttpClientError } from "effect/http"
 import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
 import { hostname } from "node:os"
 import { JanusConfig, type JanusSettings } from "../config/JanusConfig.ts"
@@ -50,6 +51,7 @@ import { type OtlpProtocol, type Signal, SIGNALS } from "../config/OtelVariables
 import * as Exemplars from "./Exemplars.ts"
 import * as Metrics from "./Metrics.ts"
 import * as OtlpGrpc from "./OtlpGrpc.ts"
+import * as ProtobufExemplars from "./ProtobufExemplars.ts"
 import * as Sampling from "./Sampling.ts"
 import { Propagators } from "./TraceContext.ts"
 
@@ -162,10 +164,24 @@ const clientWithTimeout = (millis: number): Layer.Layer<HttpClient.HttpClient> =
         })))
   ).pipe(Layer.provide(FetchHttpClient.layer))
 
-/** The serialization of `protocol`; OTLP/JSON metrics carry the call-duration exemplars. */
+/** The serialization of `protocol`; its metrics carry the call-duration exemplars. */
 const serialization = (protocol: Exclude<OtlpProtocol, "grpc">): Layer.Layer<OtlpSerialization.OtlpSerialization> =>
   protocol === "http/protobuf" ?
-    OtlpSerialization.layerProtobuf :
+    Layer.effect(
+      OtlpSerialization.OtlpSerialization,
+      Effect.map(Effect.service(OtlpSerialization.OtlpSerialization), (protobuf) => ({
+        ...protobuf,
+        metrics: (data) => {
+          const body = protobuf.metrics(data)
+          return body._tag === "Uint8Array" ?
+            HttpBody.uint8Array(
+              ProtobufExemplars.attach(body.body, [Metrics.toolCallDurationExemplars]),
+              body.contentType
+            ) :
+            body
+        }
+      }))
+    ).pipe(Layer.provide(OtlpSerialization.layerProtobuf)) :
     Layer.effect(
       OtlpSerialization.OtlpSerialization,
       Effect.map(Effect.service(OtlpSerialization.OtlpSerialization), (json) => ({

@@ -12,7 +12,10 @@
  *   `UnsampledSpan` without calling the SDK. The bridge's per-step
  *   OpenTelemetry context hook is dropped (see `Sampling.tracer`).
  * - Metrics: effect's metrics read by the SDK's periodic reader
- *   (`OTEL_METRIC_EXPORT_INTERVAL`), cumulative.
+ *   (`OTEL_METRIC_EXPORT_INTERVAL`), cumulative. The SDK's gRPC metric
+ *   exporter is rebuilt from its parts ({@link ExemplarMetricExporter}) only
+ *   to put the call-duration exemplars into the encoded request, which the
+ *   SDK's serializer never writes (`ProtobufExemplars`).
  * - Logs: a `BatchLogRecordProcessor` (`OTEL_BLRP_SCHEDULE_DELAY`), added to
  *   the current loggers.
  * - Headers are gRPC metadata; `https` endpoints use TLS with the system's
@@ -25,13 +28,18 @@
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { Metadata } from "@grpc/grpc-js"
 import { OTLPLogExporter } from "@opentelemetry/exporter-logs-otlp-grpc"
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc"
+import { OTLPMetricExporterBase } from "@opentelemetry/exporter-metrics-otlp-http"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc"
+import { convertLegacyOtlpGrpcOptions, createOtlpGrpcExportDelegate } from "@opentelemetry/otlp-grpc-exporter-base"
+import type { ISerializer } from "@opentelemetry/otlp-transformer"
+import { MetricsExporterMetricsHelper, ProtobufMetricsSerializer } from "@opentelemetry/otlp-transformer"
 import { BatchLogRecordProcessor } from "@opentelemetry/sdk-logs"
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Duration, Effect, Layer, Tracer } from "effect"
+import * as Metrics from "./Metrics.ts"
 import type { OtlpSettings, SignalExport } from "./Otlp.ts"
+import * as ProtobufExemplars from "./ProtobufExemplars.ts"
 import * as Sampling from "./Sampling.ts"
 
 const exporterOptions = (signal: SignalExport) => {
@@ -42,6 +50,38 @@ const exporterOptions = (signal: SignalExport) => {
     metadata,
     timeoutMillis: signal.timeoutMillis,
     compression: signal.compression as never
+  }
+}
+
+type MetricsSerializer = typeof ProtobufMetricsSerializer
+type ResourceMetrics = MetricsSerializer extends ISerializer<infer Request, unknown> ? Request : never
+
+/** The SDK's protobuf metrics serializer, with the call-duration exemplars added to what it writes. */
+const serializerWithExemplars: MetricsSerializer = {
+  serializeRequest: (request) => {
+    const bytes = ProtobufMetricsSerializer.serializeRequest(request)
+    return bytes === undefined ? undefined : ProtobufExemplars.attach(bytes, [Metrics.toolCallDurationExemplars])
+  },
+  deserializeResponse: (data) => ProtobufMetricsSerializer.deserializeResponse(data)
+}
+
+/**
+ * `OTLPMetricExporter` of `@opentelemetry/exporter-metrics-otlp-grpc`, made
+ * of the same parts with {@link serializerWithExemplars} as its serializer.
+ */
+class ExemplarMetricExporter extends OTLPMetricExporterBase {
+  constructor(options: ReturnType<typeof exporterOptions>) {
+    super(
+      createOtlpGrpcExportDelegate<ResourceMetrics, unknown>(
+        convertLegacyOtlpGrpcOptions(options, "METRICS"),
+        serializerWithExemplars,
+        "otlp_grpc_metric_exporter",
+        MetricsExporterMetricsHelper,
+        undefined,
+        "MetricsExportService",
+        "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+      )
+    )
   }
 }
 
@@ -66,7 +106,7 @@ export const layer = (settings: OtlpSettings): Layer.Layer<never> => {
     tracerConfig: { sampler: Sampling.sampler(settings.sampler) },
     metricReader: grpc(metrics) ?
       new PeriodicExportingMetricReader({
-        exporter: new OTLPMetricExporter(exporterOptions(metrics)),
+        exporter: new ExemplarMetricExporter(exporterOptions(metrics)),
         exportIntervalMillis: millis(settings.metricsExportInterval),
         exportTimeoutMillis: Math.min(metrics.timeoutMillis, millis(settings.metricsExportInterval))
       }) :

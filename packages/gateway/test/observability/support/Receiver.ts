@@ -22,7 +22,7 @@ const require = createRequire(import.meta.url)
 // protobufjs static code generated from opentelemetry-proto (the 0.57 line of @opentelemetry/otlp-transformer)
 const root = require("otlp-proto-root/build/src/generated/root.js")
 const v1 = (signal: "trace" | "metrics" | "logs") => root.opentelemetry.proto.collector[signal].v1
-const messages = {
+export const messages = {
   traces: { request: v1("trace").ExportTraceServiceRequest, response: v1("trace").ExportTraceServiceResponse },
   metrics: { request: v1("metrics").ExportMetricsServiceRequest, response: v1("metrics").ExportMetricsServiceResponse },
   logs: { request: v1("logs").ExportLogsServiceRequest, response: v1("logs").ExportLogsServiceResponse }
@@ -82,7 +82,7 @@ const toJson = (value: unknown, key = ""): unknown => {
   return value
 }
 
-const decodeProtobuf = (signal: SignalName, bytes: Uint8Array): unknown => {
+export const decodeProtobuf = (signal: SignalName, bytes: Uint8Array): unknown => {
   const type = messages[signal].request
   return toJson(type.toObject(type.decode(bytes), { longs: String, bytes: String, enums: Number }))
 }
@@ -215,8 +215,8 @@ export const otherResources = (state: ReceiverState): Array<Record<string, unkno
 ]
 
 /** Every metric received so far. */
-export const allMetrics = (state: ReceiverState): Array<any> =>
-  state.metrics.flatMap((m) =>
+export const allMetrics = (state: ReceiverState, fromExport = 0): Array<any> =>
+  state.metrics.slice(fromExport).flatMap((m) =>
     (m.resourceMetrics ?? []).flatMap((rm: any) => (rm.scopeMetrics ?? []).flatMap((sm: any) => sm.metrics ?? []))
   )
 
