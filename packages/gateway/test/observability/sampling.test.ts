@@ -11,19 +11,24 @@
  * - Parent-based decisions are honoured both ways, over HTTP: a caller's
  *   sampled `traceparent` is kept although the ratio would drop its trace,
  *   an unsampled one is dropped although the ratio would keep it, and the
- *   decision reaches the downstream in the `traceparent` flag.
+ *   decision reaches the downstream (REST) and the upstream (an official SDK
+ *   MCP server) in the `traceparent` flag.
  * - `OTEL_PROPAGATORS=b3multi,baggage`: X-B3-* read and written, W3C
  *   headers ignored, baggage passed on.
  */
 import { assert, describe, layer } from "@effect/vitest"
+import { Connections } from "@janus/storage"
+import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js"
 import * as OtelApi from "@opentelemetry/api"
 import { TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { OtlpExporter } from "effect/observability"
+import { z } from "zod"
 import * as Caller from "../../src/mcp/Caller.ts"
 import { McpGuard } from "../../src/mcp/Guard.ts"
 import { Instrument, Otlp } from "../../src/observability/index.ts"
+import { serveMcp, v1Sessions } from "../federation/upstreams.ts"
 import { stateless } from "../mcp/http-client.ts"
 import * as Downstream from "../support/Downstream.ts"
 import * as ObservedGateway from "./support/ObservedGateway.ts"
@@ -125,8 +130,87 @@ const waitFor = (check: Effect.Effect<boolean>) =>
     }
   })
 
+/** An official SDK v1 MCP server with an `echo` tool, keeping the `traceparent` of every POST it receives. */
+class TracedUpstream extends Context.Service<TracedUpstream, {
+  readonly url: string
+  readonly traceparents: Array<string | undefined>
+}>()("test/TracedUpstream") {}
+
+const TracedUpstreamLive = Layer.effect(
+  TracedUpstream,
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const traceparents: Array<string | undefined> = []
+      const { handle } = v1Sessions(() => {
+        const server = new McpServerV1({ name: "traced", version: "1.0.0" }, { capabilities: { tools: {} } })
+        server.registerTool(
+          "echo",
+          { description: "Echoes its text", inputSchema: { text: z.string() } },
+          async ({ text }) => ({
+            content: [{ type: "text", text }]
+          })
+        )
+        return server
+      })
+      const served = await serveMcp((req, res) => {
+        if (req.method === "POST") traceparents.push(req.headers.traceparent as string | undefined)
+        return handle(req, res)
+      })
+      return { ...served, traceparents }
+    }),
+    (upstream) => Effect.promise(() => upstream.stop())
+  )
+)
+
+const seedUpstream = Effect.gen(function*() {
+  const upstream = yield* TracedUpstream
+  yield* (yield* Connections).create({
+    kind: "mcp",
+    name: "traced",
+    url: upstream.url,
+    transport: "streamable-http",
+    egressAllowList: ["127.0.0.1"],
+    timeoutMs: 10_000
+  })
+})
+
+/** The name under which the gateway lists the upstream's `echo`, once it does. */
+const upstreamEcho = Effect.gen(function*() {
+  for (let i = 0; i < 100; i++) {
+    const reply = yield* stateless(yield* mcpUrl, "tools/list", {})
+    const tools = (reply.body?.result?.tools ?? []) as Array<{ name: string }>
+    const echo = tools.find((tool) => tool.name.endsWith("echo"))
+    if (echo !== undefined) return echo.name
+    yield* Effect.sleep("100 millis")
+  }
+  return yield* Effect.die(new Error("the upstream's echo tool was never listed"))
+})
+
 describe("parent-based sampling over HTTP", () => {
-  layer(gateway(0.5), { timeout: 60_000, excludeTestServices: true })("ratio 0.5 for new traces", (it) => {
+  const withUpstream = Layer.effectDiscard(seedUpstream).pipe(
+    Layer.provideMerge(gateway(0.5)),
+    Layer.provideMerge(TracedUpstreamLive)
+  )
+  layer(withUpstream, { timeout: 60_000, excludeTestServices: true })("ratio 0.5 for new traces", (it) => {
+    it.effect("the decision reaches an upstream MCP server in traceparent, sampled (01) and not (00)", () =>
+      Effect.gen(function*() {
+        const upstream = yield* TracedUpstream
+        const echo = yield* upstreamEcho
+        for (const [keep, flag] of [[false, "01"], [true, "00"]] as const) {
+          // the caller's decision, against what the ratio would decide for the trace
+          const traceId = traceIdWhere(0.5, keep)
+          const reply = yield* stateless(yield* mcpUrl, "tools/call", { name: echo, arguments: { text: "hi" } }, {
+            traceparent: `00-${traceId}-00f067aa0ba902b7-${flag}`
+          })
+          assert.strictEqual(reply.status, 200)
+          assert.deepStrictEqual(reply.body.result.content, [{ type: "text", text: "hi" }])
+          const sent = upstream.traceparents.filter((header) => header?.startsWith(`00-${traceId}-`))
+          assert.lengthOf(sent, 1, `one upstream request in trace ${traceId}`)
+          assert.match(sent[0]!, new RegExp(`^00-${traceId}-[0-9a-f]{16}-${flag}$`))
+          assert.notInclude(sent[0]!, "00f067aa0ba902b7", "the upstream's parent is Janus's client span")
+        }
+      }))
+
     it.effect("a sampled caller is kept where the ratio would drop it, and the downstream is told 01", () =>
       Effect.gen(function*() {
         const receiver = yield* Receiver.Receiver
