@@ -18,7 +18,7 @@ export const Chart = (
   const plot = useRef<uPlot | null>(null)
   useEffect(() => {
     const el = host.current!
-    const width = Math.max(280, el.clientWidth || 480)
+    const width = Math.max(200, el.clientWidth || 480)
     plot.current = new uPlot(
       {
         width,
@@ -39,10 +39,16 @@ export const Chart = (
       props.data,
       el
     )
-    const resize = () => plot.current?.setSize({ width: Math.max(280, el.clientWidth), height: props.height ?? 180 })
-    addEventListener("resize", resize)
+    // the chart follows its card's width (a phone, a resized window, a grid that wraps)
+    const observer = new ResizeObserver(() => {
+      const w = Math.max(200, el.clientWidth)
+      if (plot.current !== null && Math.abs(plot.current.width - w) > 1) {
+        plot.current.setSize({ width: w, height: props.height ?? 180 })
+      }
+    })
+    observer.observe(el)
     return () => {
-      removeEventListener("resize", resize)
+      observer.disconnect()
       plot.current?.destroy()
       plot.current = null
     }

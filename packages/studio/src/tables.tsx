@@ -8,7 +8,7 @@
  * edit replaces the item only at the version its form was opened with.
  */
 import type { ComponentChildren } from "preact"
-import { useState } from "preact/hooks"
+import { useLayoutEffect, useRef, useState } from "preact/hooks"
 import { ApiError, request } from "./api.ts"
 import { refresh } from "./store.ts"
 import { useAction } from "./ui.tsx"
@@ -24,15 +24,27 @@ export function DataTable<T>(
     empty?: string | null | undefined
     rowKey: (row: T, index: number) => string
     rowClass?: ((row: T) => string | undefined) | undefined
+    /** false: the table keeps its columns on a phone and scrolls inside its box. */
+    cards?: boolean | undefined
     /** The row's cells. */
     children: (row: T) => ComponentChildren
   }
 ) {
   const { rows } = props
+  const table = useRef<HTMLTableElement>(null)
+  // each cell is labelled with its column, which the phone layout shows before the value (a row is a card)
+  useLayoutEffect(() => {
+    for (const tr of table.current?.tBodies[0]?.rows ?? []) {
+      for (const [i, td] of [...tr.cells].entries()) td.dataset.label = props.columns[i] ?? ""
+    }
+  })
   if (rows === undefined) return null
-  if (rows.length === 0 && props.empty !== undefined) return props.empty === null ? null : <p>{props.empty}</p>
+  if (rows.length === 0 && props.empty !== undefined) {
+    return props.empty === null ? null : <p class="empty" data-testid={props.testId && `${props.testId}-empty`}>{props.empty}</p>
+  }
   return (
-    <table data-testid={props.testId}>
+    <div class="table-box">
+    <table data-testid={props.testId} ref={table} class={props.cards === false ? undefined : "cards"}>
       <thead>
         <tr>
           {props.columns.map((c) => <th key={c} scope="col">{c}</th>)}
@@ -46,6 +58,7 @@ export function DataTable<T>(
         ))}
       </tbody>
     </table>
+    </div>
   )
 }
 
