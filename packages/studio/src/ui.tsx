@@ -3,8 +3,9 @@
  * Every control has a visible `<label>`; errors are announced (`role=alert`).
  */
 import type { ComponentChildren } from "preact"
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError } from "./api.ts"
+import { copy } from "./toast.tsx"
 
 const routeListeners = new Set<() => void>()
 export const navigate = (path: string) => {
@@ -154,19 +155,29 @@ export const CardForm = (
   props: {
     label: string
     heading?: boolean | undefined
+    /** Opened by a button (new, edit): scrolled to, and focus moves to its first field. */
+    focus?: boolean | undefined
     onSubmit: (e: Event) => void
     error?: unknown
     buttons: ComponentChildren
     children: ComponentChildren
   }
-) => (
-  <form class="card" onSubmit={props.onSubmit} aria-label={props.label}>
-    {props.heading !== false && <h2>{props.label}</h2>}
-    <div class="grid">{props.children}</div>
-    <ErrorBox error={props.error} />
-    <div class="buttons">{props.buttons}</div>
-  </form>
-)
+) => {
+  const form = useRef<HTMLFormElement>(null)
+  useEffect(() => {
+    if (props.focus !== true || form.current === null) return
+    form.current.scrollIntoView({ block: "start" })
+    form.current.querySelector<HTMLElement>("input:not([type=hidden]), select, textarea")?.focus()
+  }, [])
+  return (
+    <form class="card" onSubmit={props.onSubmit} aria-label={props.label} ref={form}>
+      {props.heading !== false && <h2>{props.label}</h2>}
+      <div class="grid">{props.children}</div>
+      <ErrorBox error={props.error} />
+      <div class="buttons">{props.buttons}</div>
+    </form>
+  )
+}
 
 /** Runs an async action, tracking busy state and the error to show. */
 export const useAction = () => {
@@ -189,3 +200,24 @@ export const useAction = () => {
 
 export const time = (iso: string | null | undefined) =>
   iso === null || iso === undefined ? "—" : new Date(iso).toLocaleString()
+
+/** A button that copies `text`; it says "Copied" for two seconds (and a toast says so). */
+export const CopyButton = (props: { text: string; label?: string | undefined; class?: string | undefined }) => {
+  const [copied, setCopied] = useState(false)
+  const label = props.label ?? "Copy"
+  return (
+    <button
+      type="button"
+      class={props.class}
+      aria-label={copied ? `Copied: ${label}` : label}
+      onClick={async () => {
+        if (await copy(props.text)) {
+          setCopied(true)
+          setTimeout(() => setCopied(false), 2000)
+        }
+      }}
+    >
+      {copied ? "Copied ✓" : label}
+    </button>
+  )
+}

@@ -193,7 +193,8 @@ else {
               await edit.getByRole("button", { name: "Save" }).click()
               await edit.waitFor({ state: "detached" })
               await page.getByRole("button", { name: "Test pets" }).click()
-              await waitText(page, "test-pets", "OK: reachable: HTTP 404")
+              await waitText(page, "test-pets", "Reachable, but not a success: HTTP 404")
+              assert.strictEqual(await page.getByTestId("test-pets").getAttribute("data-outcome"), "warn")
 
               // a stdio upstream (a published server from npm): a command JANUS_STDIO_COMMANDS does not allow is
               // refused with the variable named at the field; the allowed one runs, healthy with its pid

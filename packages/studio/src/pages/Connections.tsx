@@ -3,7 +3,7 @@ import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { parseBreakers } from "../breakers.ts"
 import { refresh, useResource } from "../store.ts"
-import { confirmedDelete, DataTable, RowButton } from "../tables.tsx"
+import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
 import { CardForm, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 interface Draft {
@@ -115,27 +115,17 @@ const bodyOf = (d: Draft) => {
 
 const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => void }) => {
   const [d, setD] = useState(props.initial)
-  const action = useAction()
+  const action = useSave("connections", props.editing)
   const set = (k: keyof Draft) => (v: string) => setD({ ...d, [k]: v })
   const fieldError = (path: string) =>
     (action.error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
   const submit = async (e: Event) => {
     e.preventDefault()
-    const ok = await action.run(() =>
-      props.editing === undefined
-        ? request("POST", "connections", { body: bodyOf(d) })
-        : request("PUT", `connections/${props.editing.id}`, {
-          body: bodyOf(d),
-          headers: { "if-match": `"${props.editing.version}"` }
-        })
-    )
-    if (ok !== undefined) {
-      refresh("connections")
-      props.onDone()
-    }
+    if (await action.save(() => bodyOf(d))) props.onDone()
   }
   return (
     <CardForm
+      focus
       label={props.editing ? `Edit ${props.editing.name}` : "New connection"}
       onSubmit={submit}
       error={action.error}
@@ -247,6 +237,30 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
   )
 }
 
+interface TestResult {
+  readonly ok: boolean
+  readonly detail: string
+  /** The HTTP status a REST base URL answered. */
+  readonly status?: number
+}
+
+/** A test's verdict, coloured: an answer of 4xx or 5xx is reachable, but not a success. */
+const TestOutcome = (props: { result: TestResult | "running"; name: string }) => {
+  const r = props.result
+  const [tone, word] = r === "running"
+    ? ["", "Testing…"]
+    : !r.ok
+    ? ["bad", "Failed"]
+    : r.status !== undefined && r.status >= 400
+    ? ["warn", "Reachable, but not a success"]
+    : ["good", "OK"]
+  return (
+    <div role="status" data-testid={`test-${props.name}`} class={`outcome ${tone}`} data-outcome={tone}>
+      {r === "running" ? word : `${word}: ${tone === "warn" ? r.detail.replace(/^reachable: /, "") : r.detail}`}
+    </div>
+  )
+}
+
 export const Connections = () => {
   const connections = useResource("connections", () => listAll<any>("connections"))
   const breakers = useResource("breakers", async () => {
@@ -255,14 +269,14 @@ export const Connections = () => {
   })
   const upstreams = useResource("upstreams", () => request<{ items: Array<any> }>("GET", "upstreams"))
   const [editing, setEditing] = useState<any | "new" | undefined>(undefined)
-  const [tests, setTests] = useState<Record<string, { ok: boolean; detail: string } | "running">>({})
+  const [tests, setTests] = useState<Record<string, TestResult | "running">>({})
   const action = useAction()
   const stateOf = (name: string) => breakers.data?.find((b: any) => b.connection === name)?.state ?? "closed"
   const remove = (c: any) => confirmedDelete(action, `Delete connection ${c.name} and its endpoints?`, "connections", c)
   const upstreamOf = (c: any) => upstreams.data?.items.find((u) => u.connectionId === c.id)
   const test = async (c: any) => {
     setTests((t) => ({ ...t, [c.id]: "running" }))
-    const result = await request<{ ok: boolean; detail: string }>("POST", `connections/${c.id}/test`).catch((
+    const result = await request<TestResult>("POST", `connections/${c.id}/test`).catch((
       e: Error
     ) => ({ ok: false, detail: e.message }))
     setTests((t) => ({ ...t, [c.id]: result }))
@@ -318,13 +332,7 @@ export const Connections = () => {
                   )}
                 </div>
               )}
-              {tests[c.id] !== undefined && (
-                <div role="status" data-testid={`test-${c.name}`}>
-                  {tests[c.id] === "running"
-                    ? "Testing…"
-                    : `${(tests[c.id] as any).ok ? "OK" : "Failed"}: ${(tests[c.id] as any).detail}`}
-                </div>
-              )}
+              {tests[c.id] !== undefined && <TestOutcome result={tests[c.id]!} name={c.name} />}
             </td>
             <td class="buttons">
               <RowButton verb="Test" name={c.name} class="secondary" onClick={() => test(c)} />

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { refresh, useResource } from "../store.ts"
 import { DataTable } from "../tables.tsx"
+import { toast } from "../toast.tsx"
 import { CardForm, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
 
 export const Settings = () => {
@@ -13,11 +14,15 @@ export const Settings = () => {
   const action = useAction()
   const save = async (e: Event) => {
     e.preventDefault()
-    const ok = await action.run(() => request("PUT", `secrets/${encodeURIComponent(name)}`, { body: { value } }))
-    if (ok !== undefined || action.error === undefined) {
+    const ok = await action.run(async () => {
+      await request("PUT", `secrets/${encodeURIComponent(name)}`, { body: { value } })
+      return true
+    })
+    if (ok === true) {
+      toast("success", `Saved secret ${name}`)
       setValue("")
       refresh("secrets")
-    }
+    } else toast("error", `Secret ${name} not saved: see the form`)
   }
   return (
     <Page title="Settings">

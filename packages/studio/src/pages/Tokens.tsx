@@ -1,26 +1,34 @@
 /** Client and admin tokens: create (the token is shown once), scopes, revoke. */
-import { useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { refresh, useResource } from "../store.ts"
 import { confirmedWrite, DataTable, RowButton } from "../tables.tsx"
-import { CardForm, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
+import { toast } from "../toast.tsx"
+import { CardForm, CopyButton, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
 
 const list = (s: string) => {
   const items = s.split(",").map((x) => x.trim()).filter((x) => x !== "")
   return items.length === 0 ? null : items
 }
 
-const ShownOnce = (props: { token: string; onClose: () => void }) => (
-  <div class="card shown-once" role="alert">
-    <h2>Copy this token now</h2>
-    <p>It is shown once: Janus stores only its hash.</p>
-    <pre data-testid="new-token" tabIndex={0}>{props.token}</pre>
-    <div class="buttons">
-      <button type="button" onClick={() => void navigator.clipboard?.writeText(props.token)}>Copy</button>
-      <button type="button" class="secondary" onClick={props.onClose}>Done</button>
+const ShownOnce = (props: { token: string; onClose: () => void }) => {
+  const pre = useRef<HTMLPreElement>(null)
+  useEffect(() => {
+    pre.current?.scrollIntoView({ block: "center" })
+    pre.current?.focus()
+  }, [props.token])
+  return (
+    <div class="card shown-once" role="alert">
+      <h2>Copy this token now</h2>
+      <p>It is shown once: Janus stores only its hash.</p>
+      <pre data-testid="new-token" tabIndex={0} ref={pre}>{props.token}</pre>
+      <div class="buttons">
+        <CopyButton text={props.token} label="Copy token" />
+        <button type="button" class="secondary" onClick={props.onClose}>Done</button>
+      </div>
     </div>
-  </div>
-)
+  )
+}
 
 /** A token's name and the prefix it is recognised by (the rest is never shown again). */
 const TokenNameCells = (props: { token: any }) => (
@@ -55,6 +63,7 @@ export const Tokens = () => {
       })
     )
     if (created !== undefined) {
+      toast("success", `Created client token ${name}`)
       setShown(created.token)
       setName("")
       refresh("client-tokens")
@@ -64,6 +73,7 @@ export const Tokens = () => {
     e.preventDefault()
     const created = await action.run(() => request("POST", "admin-tokens", { body: { name: adminName } }))
     if (created !== undefined) {
+      toast("success", `Created admin token ${adminName}`)
       setShown(created.token)
       setAdminName("")
       refresh("admin-tokens")
@@ -74,7 +84,8 @@ export const Tokens = () => {
       action,
       `Revoke ${t.name}? Calls with it are refused at once.`,
       kind,
-      () => request("POST", `${kind}/${t.id}/revoke`)
+      () => request("POST", `${kind}/${t.id}/revoke`),
+      `Revoked ${t.name}`
     )
   const revokeButton = (kind: string, t: any) =>
     t.revokedAt === null && <RowButton verb="Revoke" name={t.name} class="danger" onClick={() => revoke(kind, t)} />

@@ -4,7 +4,7 @@
  * from the tool's input schema. A try goes through `/mcp` with a client
  * token, i.e. the real hot path: it is limited, audited and shows up live.
  */
-import { useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { callTool, listAll, listTools } from "../api.ts"
 import { emptyEndpointDraft, endpointBody, type EndpointDraft, endpointDraftOf } from "../drafts.ts"
 import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
@@ -29,6 +29,7 @@ const EndpointForm = (
   }
   return (
     <CardForm
+      focus
       label={props.editing ? `Edit ${props.editing.name}` : "New endpoint"}
       onSubmit={submit}
       error={action.error}
@@ -127,6 +128,13 @@ const TryTool = (props: { tool: { name: string; inputSchema?: unknown }; token: 
   const [errors, setErrors] = useState<Record<string, string>>({})
   const [result, setResult] = useState<unknown>(undefined)
   const action = useAction()
+  const shown = useRef<HTMLDivElement>(null)
+  // the result (or the error) may open below the fold: scroll to it and move focus there, so it is seen and read
+  useEffect(() => {
+    if (result === undefined && action.error === undefined) return
+    shown.current?.scrollIntoView({ block: "nearest" })
+    shown.current?.focus()
+  }, [result, action.error])
   const submit = async (e: Event) => {
     e.preventDefault()
     const parsed = argumentsOf(fields, values)
@@ -154,13 +162,18 @@ const TryTool = (props: { tool: { name: string; inputSchema?: unknown }; token: 
       <div class="buttons">
         <button type="submit" disabled={action.busy}>Call {props.tool.name}</button>
       </div>
-      <ErrorBox error={action.error} />
-      {result !== undefined && (
-        <div>
-          <h3>Result{(result as any)?.isError ? " (tool error)" : ""}</h3>
-          <pre data-testid="tool-result" tabIndex={0}>{JSON.stringify(result, null, 2)}</pre>
-        </div>
-      )}
+      <div ref={shown} tabIndex={-1} class="result-box" data-testid="try-outcome">
+        <ErrorBox error={action.error} />
+        {result !== undefined && (
+          <div
+            class={(result as any)?.isError ? "result tool-error" : "result"}
+            role={(result as any)?.isError ? "alert" : undefined}
+          >
+            <h3>{(result as any)?.isError ? "Tool error: the tool ran and reported a failure" : "Result"}</h3>
+            <pre data-testid="tool-result" tabIndex={0}>{JSON.stringify(result, null, 2)}</pre>
+          </div>
+        )}
+      </div>
     </form>
   )
 }

@@ -17,6 +17,7 @@ const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => 
   }
   return (
     <CardForm
+      focus={props.editing !== undefined}
       label={props.editing ? `Edit ${props.editing.name}` : "New virtual server"}
       onSubmit={submit}
       error={action.error}
