@@ -88,18 +88,32 @@ export const SelectField = (
     value: string
     options: ReadonlyArray<string | readonly [string, string]>
     onChange: (value: string) => void
+    hint?: string | undefined
+    error?: string | undefined
   }
 ) => {
   const id = useId()
+  const described = props.hint !== undefined || props.error !== undefined
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      <select id={id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+      <select
+        id={id}
+        value={props.value}
+        onChange={(e) => props.onChange(e.currentTarget.value)}
+        aria-invalid={props.error !== undefined ? true : undefined}
+        aria-describedby={described ? `${id}-hint` : undefined}
+      >
         {props.options.map((o) => {
           const [value, text] = typeof o === "string" ? [o, o] : o
           return <option key={value} value={value}>{text}</option>
         })}
       </select>
+      {described && (
+        <small id={`${id}-hint`} class={props.error !== undefined ? "error" : "hint"}>
+          {props.error ?? props.hint}
+        </small>
+      )}
     </div>
   )
 }
@@ -121,7 +135,9 @@ export const CheckField = (props: { label: string; checked: boolean; onChange: (
 
 export const describeError = (error: unknown): string => {
   if (error instanceof ApiError) {
-    const fields = error.fields.map((f) => `${f.path}: ${f.message}`).join("; ")
+    // a field's message the API's message already says is not said twice
+    const fields = error.fields.filter((f) => !error.message.includes(f.message.replace(/^Expected /, "")))
+      .map((f) => `${f.path}: ${f.message}`).join("; ")
     return fields === "" ? error.message : `${error.message} (${fields})`
   }
   return error instanceof Error ? error.message : String(error)
@@ -197,6 +213,9 @@ export const useAction = () => {
   }
   return { busy, error, run, setError }
 }
+
+/** The rule of a connection, virtual server or secret name, shown before a mistake. */
+export const NAME_RULE = "1 to 64 letters, digits, _ . or -, starting with a letter or digit; no spaces"
 
 export const time = (iso: string | null | undefined) =>
   iso === null || iso === undefined ? "—" : new Date(iso).toLocaleString()

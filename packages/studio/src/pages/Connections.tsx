@@ -2,9 +2,10 @@
 import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { parseBreakers } from "../breakers.ts"
+import { useSecretNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
-import { CardForm, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
+import { CardForm, ErrorBox, NAME_RULE, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 interface Draft {
   kind: string
@@ -116,6 +117,7 @@ const bodyOf = (d: Draft) => {
 const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => void }) => {
   const [d, setD] = useState(props.initial)
   const action = useSave("connections", props.editing)
+  const secrets = useSecretNames()
   const set = (k: keyof Draft) => (v: string) => setD({ ...d, [k]: v })
   const fieldError = (path: string) =>
     (action.error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
@@ -142,7 +144,14 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
         options={[["rest", "REST API"], ["mcp", "Upstream MCP server"]]}
         onChange={set("kind")}
       />
-      <TextField label="Name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
+      <TextField
+        label="Name"
+        value={d.name}
+        onInput={set("name")}
+        required
+        hint={NAME_RULE}
+        error={fieldError("name")}
+      />
       {d.kind === "mcp" && (
         <SelectField
           label="Transport"
@@ -215,7 +224,20 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
         onChange={set("scheme")}
       />
       {d.scheme !== "none" && (
-        <TextField label="Secret name" value={d.secret} onInput={set("secret")} error={fieldError("auth")} />
+        <SelectField
+          label="Secret"
+          value={d.secret}
+          options={[
+            ["", "(choose a secret)"],
+            ...secrets.map((n) => [n, n] as const),
+            ...(d.secret !== "" && !secrets.includes(d.secret) ? [[d.secret, `${d.secret} (not found)`] as const] : [])
+          ]}
+          onChange={set("secret")}
+          hint={secrets.length === 0
+            ? "No secrets yet: add one under Settings first (the credential is sent from it)"
+            : "The credential sent upstream; secrets are set under Settings"}
+          error={fieldError("auth")}
+        />
       )}
       {d.scheme === "header" && <TextField label="Header name" value={d.header} onInput={set("header")} />}
       {d.scheme === "basic" && <TextField label="Username" value={d.username} onInput={set("username")} />}

@@ -1,15 +1,13 @@
 /** Client and admin tokens: create (the token is shown once), scopes, revoke. */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
+import { MultiPick, useServerNames, useToolNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
 import { confirmedWrite, DataTable, RowButton } from "../tables.tsx"
 import { toast } from "../toast.tsx"
 import { CardForm, CopyButton, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
 
-const list = (s: string) => {
-  const items = s.split(",").map((x) => x.trim()).filter((x) => x !== "")
-  return items.length === 0 ? null : items
-}
+const list = (items: ReadonlyArray<string>) => items.length === 0 ? null : items
 
 const ShownOnce = (props: { token: string; onClose: () => void }) => {
   const pre = useRef<HTMLPreElement>(null)
@@ -44,8 +42,10 @@ export const Tokens = () => {
   const clients = useResource("client-tokens", () => listAll<any>("client-tokens"))
   const admins = useResource("admin-tokens", () => listAll<any>("admin-tokens"))
   const [name, setName] = useState("")
-  const [tools, setTools] = useState("")
-  const [servers, setServers] = useState("")
+  const [tools, setTools] = useState<Array<string>>([])
+  const [servers, setServers] = useState<Array<string>>([])
+  const toolNames = useToolNames()
+  const serverNames = useServerNames()
   const [expires, setExpires] = useState("")
   const [adminName, setAdminName] = useState("")
   const [shown, setShown] = useState<string | undefined>(undefined)
@@ -62,10 +62,13 @@ export const Tokens = () => {
         }
       })
     )
-    if (created !== undefined) {
+    if (created === undefined) toast("error", "Client token not created: see the message above the form")
+    else {
       toast("success", `Created client token ${name}`)
       setShown(created.token)
       setName("")
+      setTools([])
+      setServers([])
       refresh("client-tokens")
     }
   }
@@ -98,15 +101,36 @@ export const Tokens = () => {
         onSubmit={create}
         buttons={<button type="submit" disabled={action.busy}>Create client token</button>}
       >
-        <TextField label="Name" value={name} onInput={setName} required />
-        <TextField label="Allowed tools" value={tools} onInput={setTools} hint="Comma separated; empty: all tools" />
         <TextField
-          label="Allowed virtual servers"
-          value={servers}
-          onInput={setServers}
-          hint="Comma separated; empty: all"
+          label="Name"
+          value={name}
+          onInput={setName}
+          required
+          hint="Any text up to 128 characters; shown in the audit log"
         />
-        <TextField label="Expires at" value={expires} onInput={setExpires} type="datetime-local" />
+        <MultiPick
+          label="Allowed tools"
+          options={toolNames}
+          value={tools}
+          onChange={setTools}
+          hint="None chosen: every tool"
+          testId="token-tools"
+        />
+        <MultiPick
+          label="Allowed virtual servers"
+          options={serverNames}
+          value={servers}
+          onChange={setServers}
+          hint="None chosen: every virtual server"
+          testId="token-servers"
+        />
+        <TextField
+          label="Expires at"
+          value={expires}
+          onInput={setExpires}
+          type="datetime-local"
+          hint="Empty: never expires"
+        />
       </CardForm>
       <h2>Client tokens</h2>
       <DataTable
