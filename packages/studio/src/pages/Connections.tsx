@@ -21,6 +21,9 @@ interface Draft {
   env: string
   cwd: string
   pollIntervalMs: string
+  /** mcp: how upstream tool names are exposed: `<name>/` (default), a prefix of one's own, or none */
+  prefixMode: string
+  prefix: string
   scheme: string
   secret: string
   header: string
@@ -40,6 +43,8 @@ const emptyDraft: Draft = {
   env: "",
   cwd: "",
   pollIntervalMs: "30000",
+  prefixMode: "default",
+  prefix: "",
   scheme: "none",
   secret: "",
   header: "",
@@ -61,6 +66,8 @@ const draftOf = (c: any): Draft => ({
   ).join("\n"),
   cwd: c.cwd ?? "",
   pollIntervalMs: String(c.pollIntervalMs ?? 30000),
+  prefixMode: c.toolPrefix === null || c.toolPrefix === undefined ? "default" : c.toolPrefix === "" ? "none" : "custom",
+  prefix: c.toolPrefix ?? "",
   scheme: c.auth?.scheme ?? "none",
   secret: c.auth?.secret ?? "",
   header: c.auth?.header ?? "",
@@ -107,7 +114,12 @@ const bodyOf = (d: Draft) => {
         cwd: d.cwd.trim() === "" ? null : d.cwd.trim()
       }
       : { url: d.url, transport: d.transport }),
-    ...(d.kind === "mcp" ? { pollIntervalMs: Number(d.pollIntervalMs) } : {}),
+    ...(d.kind === "mcp"
+      ? {
+        pollIntervalMs: Number(d.pollIntervalMs),
+        toolPrefix: d.prefixMode === "default" ? null : d.prefixMode === "none" ? "" : d.prefix
+      }
+      : {}),
     auth,
     timeoutMs: Number(d.timeoutMs),
     egressAllowList: egress.length === 0 ? null : egress
@@ -214,6 +226,29 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
           type="number"
           hint="How often lists are fetched again while the server offers no working change notifications"
           error={fieldError("pollIntervalMs")}
+        />
+      )}
+      {d.kind === "mcp" && (
+        <SelectField
+          label="Tool names"
+          value={d.prefixMode}
+          options={[
+            ["default", `Prefixed with ${d.name === "" ? "<name>" : d.name}/ (default)`],
+            ["custom", "Prefixed with a prefix of my own"],
+            ["none", "No prefix (names must not clash with other tools)"]
+          ]}
+          onChange={set("prefixMode")}
+          hint="How clients see this server's tools"
+        />
+      )}
+      {d.kind === "mcp" && d.prefixMode === "custom" && (
+        <TextField
+          label="Tool prefix"
+          value={d.prefix}
+          onInput={set("prefix")}
+          required
+          hint="Put before each upstream tool's name, e.g. gh_ or github."
+          error={fieldError("toolPrefix")}
         />
       )}
       <TextField label="Description" value={d.description} onInput={set("description")} />

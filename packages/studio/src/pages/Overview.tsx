@@ -3,6 +3,7 @@ import { useEffect, useMemo, useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { parseBreakers } from "../breakers.ts"
 import { Chart } from "../Chart.tsx"
+import { McpEndpoint } from "../snippets.tsx"
 import * as Stats from "../stats.ts"
 import { onCall, refresh, useResource } from "../store.ts"
 import { DataTable } from "../tables.tsx"
@@ -124,6 +125,13 @@ export const Overview = () => {
           </div>
         ))}
       </div>
+      <section class="card" aria-labelledby="connect-title">
+        <h2 id="connect-title">Connect a client</h2>
+        <p class="hint">
+          Every tool a client token allows, over MCP (Streamable HTTP); a virtual server has its own URL.
+        </p>
+        <McpEndpoint path="/mcp" name="janus" testId="mcp-url" />
+      </section>
       <div class="charts">
         <Chart
           title="Calls and errors per second"

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks"
 import { listAll } from "../api.ts"
 import { emptyServerDraft, serverBody, type ServerDraft, serverDraftOf } from "../drafts.ts"
 import { MultiPick, useToolNames } from "../pickers.tsx"
+import { McpEndpoint } from "../snippets.tsx"
 import { useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
 import { CardForm, ErrorBox, NAME_RULE, Page, TextField, useAction } from "../ui.tsx"
@@ -83,7 +84,7 @@ export const VirtualServers = () => {
           <>
             <td>{s.name}</td>
             <td>
-              <code>/servers/{s.name}/mcp</code>
+              <McpEndpoint path={`/servers/${s.name}/mcp`} name={s.name} testId={`mcp-url-${s.name}`} />
             </td>
             <td>{s.tools.join(", ")}</td>
             <td class="buttons">
