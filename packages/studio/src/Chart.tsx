@@ -9,10 +9,23 @@ export interface SeriesSpec {
   readonly fill?: string
   /** Draw each point (for sparse series, where a lone value has no line). */
   readonly points?: boolean
+  /** Draw bars (counts per interval: one call is a visible bar, not a hairline spike). */
+  readonly bars?: boolean
 }
 
+// the y axis spans at least 0..1 (0..5 ms for latency), so a lone small value is not drawn at the very top
+const yRange = (least: number): uPlot.Range.Function => (_u, _min, max) => [0, Math.max(least, max * 1.1)]
+
 export const Chart = (
-  props: { title: string; series: ReadonlyArray<SeriesSpec>; data: uPlot.AlignedData; unit?: string; height?: number }
+  props: {
+    title: string
+    series: ReadonlyArray<SeriesSpec>
+    data: uPlot.AlignedData
+    unit?: string
+    height?: number
+    /** The least top of the y axis. */
+    least?: number
+  }
 ) => {
   const host = useRef<HTMLDivElement>(null)
   const plot = useRef<uPlot | null>(null)
@@ -28,10 +41,13 @@ export const Chart = (
           ...props.series.map((s) => ({
             label: s.label,
             stroke: s.stroke,
-            width: 2,
-            ...(s.fill === undefined ? {} : { fill: s.fill })
+            width: s.bars ? 1 : 2,
+            ...(s.fill === undefined ? {} : { fill: s.fill }),
+            ...(s.points ? { points: { show: true, size: 8, fill: s.stroke } } : {}),
+            ...(s.bars ? { paths: uPlot.paths.bars!({ size: [0.7, 24], align: 1 }) } : {})
           }))
         ],
+        scales: { y: { range: yRange(props.least ?? 1) } },
         axes: [{}, { label: props.unit ?? "" }],
         legend: { show: true },
         cursor: { drag: { x: false, y: false } }
