@@ -5,6 +5,7 @@ import { MultiPick, useServerNames, useToolNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
 import { confirmedWrite, DataTable, RowButton } from "../tables.tsx"
 import { toast } from "../toast.tsx"
+import { rememberClientToken } from "../tryToken.tsx"
 import { CardForm, CopyButton, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
 
 const list = (items: ReadonlyArray<string>) => items.length === 0 ? null : items
@@ -65,6 +66,7 @@ export const Tokens = () => {
     if (created === undefined) toast("error", "Client token not created: see the message above the form")
     else {
       toast("success", `Created client token ${name}`)
+      rememberClientToken(name, created.token)
       setShown(created.token)
       setName("")
       setTools([])

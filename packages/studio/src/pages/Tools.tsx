@@ -10,6 +10,7 @@ import { emptyEndpointDraft, endpointBody, type EndpointDraft, endpointDraftOf }
 import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
 import { useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
+import { TokenChooser } from "../tryToken.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 const CLIENT_TOKEN_KEY = "janus.studio.clientToken"
@@ -182,7 +183,6 @@ export const Tools = () => {
   const endpoints = useResource("endpoints", () => listAll<any>("endpoints"))
   const connections = useResource("connections", () => listAll<any>("connections"))
   const [token, setTokenState] = useState(() => sessionStorage.getItem(CLIENT_TOKEN_KEY) ?? "")
-  const [tokenDraft, setTokenDraft] = useState(token)
   const tools = useResource(
     `tools/${token === "" ? "-" : token.slice(0, 12)}`,
     async () => token === "" ? undefined : listTools(token)
@@ -191,10 +191,9 @@ export const Tools = () => {
   const [trying, setTrying] = useState<any>(undefined)
   const action = useAction()
   const names = new Map((connections.data ?? []).map((c) => [c.id, c.name]))
-  const useToken = (e: Event) => {
-    e.preventDefault()
-    sessionStorage.setItem(CLIENT_TOKEN_KEY, tokenDraft.trim())
-    setTokenState(tokenDraft.trim())
+  const useToken = (chosen: string) => {
+    sessionStorage.setItem(CLIENT_TOKEN_KEY, chosen)
+    setTokenState(chosen)
     setTrying(undefined)
   }
   const remove = (ep: any) => confirmedDelete(action, `Delete endpoint ${ep.name}?`, "endpoints", ep)
@@ -235,16 +234,7 @@ export const Tools = () => {
         )}
       </DataTable>
       <h2>Tools as a client sees them</h2>
-      <form class="inline" onSubmit={useToken} aria-label="Client token for trying tools">
-        <TextField
-          label="Client token"
-          type="password"
-          value={tokenDraft}
-          onInput={setTokenDraft}
-          hint="Tools are listed and tried through /mcp with this client token (kept in this tab only)"
-        />
-        <button type="submit">Use token</button>
-      </form>
+      <TokenChooser current={token} onUse={useToken} />
       <ErrorBox error={tools.error} />
       <DataTable testId="tools" columns={["Tool", "Description", "Actions"]} rows={tools.data} rowKey={(t) => t.name}>
         {(t) => (
