@@ -31,7 +31,7 @@ const fromUrl = (): Filters => {
   return {
     ...emptyFilters,
     tool: q.get("tool") ?? "",
-    outcome: OUTCOMES.includes(q.get("outcome") ?? "") ? q.get("outcome")! : "",
+    outcome: OUTCOMES.find((o) => o === q.get("outcome")) ?? "",
     identity: q.get("identity") ?? "",
     connection: q.get("connection") ?? ""
   }
