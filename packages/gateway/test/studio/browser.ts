@@ -121,5 +121,7 @@ export const axeViolations = async (page: Page) => {
     })
   return violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)).join(", ")}`)
+    .map((v) =>
+      `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)).join(", ")}`
+    )
 }

@@ -149,7 +149,7 @@ afterAll(async () => {
 })
 
 const newPage = async () => {
-  const context = await browser!.newContext({ viewport: { width: 1280, height: 860 } })
+  const context = await browser!.newContext({ viewport: { width: 1400, height: 900 } })
   const page = await context.newPage()
   page.setDefaultTimeout(WAIT)
   page.on("dialog", (dialog) => void dialog.accept())
@@ -272,8 +272,13 @@ else {
 
               // the tool, called through the form generated from its schema
               await go(page, "Tools")
-              await page.getByLabel("Client token", { exact: true }).fill(clientToken)
-              await page.getByRole("button", { name: "Use token" }).click()
+              // the client token created in this tab is offered for Try (its value never typed again)
+              await page.getByRole("form", { name: "Use a token created in this tab" }).getByLabel(
+                "Created in this tab"
+              )
+                .selectOption({ label: "studio-e2e" })
+              await page.getByRole("button", { name: "Use this token" }).click()
+              await waitText(page, "token-in-use", "Using studio-e2e")
               await waitText(page, "tools", "get_pet")
               // tools/list through /mcp has the edited description
               await waitText(page, "tools", "One pet by id")
@@ -283,6 +288,12 @@ else {
               await tryForm.getByRole("button", { name: "Call get_pet" }).click()
               await waitText(page, "tool-result", "Rex")
               assert.include(await page.getByTestId("tool-result").textContent(), "\"42\"")
+              // the result is scrolled to and focused, so it is seen (and read) where it opened
+              assert.strictEqual(
+                await page.evaluate(() => document.activeElement?.getAttribute("data-testid")),
+                "try-outcome"
+              )
+              assert.isTrue(await page.getByTestId("tool-result").isVisible())
               await screenshot(page, "tools")
 
               // live: the call reaches the overview and the audit tail without a request
@@ -525,19 +536,26 @@ else {
             await page.keyboard.type("pets-only")
             await page.keyboard.press("Tab")
             await page.keyboard.type("Only the pet tools")
-            await page.keyboard.press("Tab")
-            await page.keyboard.type("get_pet")
+            // the tools are a picker of what exists: Space checks get_pet, Enter on the button creates
+            await form.getByRole("checkbox", { name: "get_pet" }).focus()
+            await page.keyboard.press("Space")
+            await form.getByRole("button", { name: "Create virtual server" }).focus()
             await page.keyboard.press("Enter")
-            await waitText(page, "virtual-servers", "/servers/pets-only/mcp")
+            await waitText(page, "virtual-servers", `${base}/servers/pets-only/mcp`)
             await screenshot(page, "virtual-servers")
 
             // edit it while someone else changes it through the API: the save over the version read is a 409
             // whose detail shows; saving again (now over the version re-read) is a deliberate overwrite
             await page.getByRole("button", { name: "Edit pets-only" }).click()
             const edit = page.getByRole("form", { name: "Edit pets-only" })
-            assert.strictEqual(await edit.getByLabel("Tools").inputValue(), "get_pet")
+            assert.isTrue(await edit.getByRole("checkbox", { name: "get_pet" }).isChecked())
+            // the edit form is scrolled to and focus moves into it
+            assert.strictEqual(
+              await page.evaluate(() => document.activeElement?.closest("form")?.getAttribute("aria-label")),
+              "Edit pets-only"
+            )
             await edit.getByLabel("Description").fill("Pet tools")
-            await edit.getByLabel("Tools").fill("get_pet, showPet")
+            await edit.getByRole("checkbox", { name: "showPet" }).check()
             const read = await byName(base, token, "virtual-servers", "pets-only")
             await api(base, token, "PATCH", `virtual-servers/${read.id}`, {
               body: { description: "changed elsewhere" },
@@ -561,6 +579,13 @@ else {
             await waitText(page, "config", "JANUS_HOST")
             const text = (await page.getByTestId("config").textContent())!
             assert.notInclude(text, "jna_")
+            // each variable with its source and meaning; nothing reads a bare null
+            assert.notMatch(text, /\bnull\b/)
+            const burst = page.getByTestId("config").locator("tr").filter({ hasText: "RATE_LIMIT_IP_BURST" })
+            assert.include(await burst.textContent(), "Per-IP burst")
+            assert.include(await burst.textContent(), "default")
+            const stdio = page.getByTestId("config").locator("tr").filter({ hasText: "JANUS_STDIO_COMMANDS" })
+            assert.include(await stdio.textContent(), "environment")
             await screenshot(page, "settings")
             assert.deepStrictEqual(errors, [])
           } finally {

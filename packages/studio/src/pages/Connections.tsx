@@ -230,7 +230,7 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
       )}
       {d.kind === "mcp" && (
         <SelectField
-          label="Tool names"
+          label="Tool naming"
           value={d.prefixMode}
           options={[
             ["default", `Prefixed with ${d.name === "" ? "<name>" : d.name}/ (default)`],
