@@ -89,8 +89,9 @@ export const PAGES: ReadonlyArray<readonly [string, string]> = [
 ]
 
 /** How far the page scrolls sideways (0: not at all), and the widest elements if it does. */
-export const horizontalOverflow = (page: Page) =>
-  page.evaluate(() => {
+export const horizontalOverflow = (page: Page): Promise<{ overflow: number; wide: Array<string> }> =>
+  // a string: this package's TypeScript has no DOM types; the expression runs in the page
+  page.evaluate(`(() => {
     const root = document.documentElement
     const width = root.clientWidth
     const wide = [...document.querySelectorAll("body *")]
@@ -99,9 +100,17 @@ export const horizontalOverflow = (page: Page) =>
         return r.width > 0 && r.right > width + 1 && getComputedStyle(e).position !== "fixed"
       })
       .slice(0, 5)
-      .map((e) => `${e.tagName.toLowerCase()}.${e.className}`)
+      .map((e) => e.tagName.toLowerCase() + "." + e.className)
     return { overflow: root.scrollWidth - width, wide }
-  })
+  })()`)
+
+/** The focused element's `attribute` (and, with `closest`, that of its nearest ancestor matching it). */
+export const focused = (page: Page, attribute: string, closest?: string): Promise<string | null> =>
+  page.evaluate(
+    `(() => { const e = document.activeElement; const t = ${
+      closest === undefined ? "e" : `e?.closest(${JSON.stringify(closest)})`
+    }; return t?.getAttribute(${JSON.stringify(attribute)}) ?? null })()`
+  )
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
 
@@ -113,12 +122,10 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/
 export const axeViolations = async (page: Page) => {
   await page.evaluate(axeSource)
   const violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown }> }> =
-    await page.evaluate(async () => {
-      const result = await (globalThis as any).axe.run(document, {
-        runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] }
-      })
-      return result.violations
-    })
+    await page.evaluate(
+      `axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } })
+        .then((result) => result.violations)`
+    )
   return violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) =>

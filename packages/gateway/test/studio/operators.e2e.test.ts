@@ -22,6 +22,7 @@ import * as GatewayTesting from "../../src/testing.ts"
 import {
   axeViolations,
   browserAvailable,
+  focused,
   go,
   horizontalOverflow,
   launch,
@@ -232,7 +233,7 @@ else {
               await page.getByRole("button", { name: "New connection" }).click()
               const form = page.getByRole("form", { name: "New connection" })
               assert.strictEqual(
-                await page.evaluate(() => document.activeElement?.closest("form")?.getAttribute("aria-label")),
+                await focused(page, "aria-label", "form"),
                 "New connection",
                 "focus moved into the form that opened"
               )
@@ -321,7 +322,7 @@ else {
               await endpoint.getByText(`${base}/servers/remote-vs/mcp`).first().waitFor()
               await endpoint.getByRole("button", { name: "Copy URL of remote-vs" }).click()
               assert.strictEqual(
-                await page.evaluate(() => navigator.clipboard.readText()),
+                await page.evaluate("navigator.clipboard.readText()"),
                 `${base}/servers/remote-vs/mcp`
               )
               await endpoint.getByText("Client configuration for remote-vs").click()
@@ -378,7 +379,7 @@ else {
               const detail = page.getByTestId("call-detail")
               await detail.waitFor()
               assert.strictEqual(
-                await page.evaluate(() => document.activeElement?.getAttribute("data-testid")),
+                await focused(page, "data-testid"),
                 "call-detail"
               )
               for (
@@ -425,7 +426,7 @@ else {
               // the endpoint's 404: a tool error, shown as an error (an alert), not as a plain result
               await page.getByTestId("try-outcome").getByRole("alert").first().waitFor()
               assert.strictEqual(
-                await page.evaluate(() => document.activeElement?.getAttribute("data-testid")),
+                await focused(page, "data-testid"),
                 "try-outcome"
               )
               const minted = (await api(base, admin, "GET", "client-tokens?limit=100")).items.find((t: any) =>

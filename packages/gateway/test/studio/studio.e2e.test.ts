@@ -23,7 +23,7 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as GatewayTesting from "../../src/testing.ts"
 import { EVERYTHING } from "../federation/stdio-servers.ts"
-import { browserAvailable, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
+import { browserAvailable, focused, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
 
 const WAIT = 15_000
 
@@ -290,7 +290,7 @@ else {
               assert.include(await page.getByTestId("tool-result").textContent(), "\"42\"")
               // the result is scrolled to and focused, so it is seen (and read) where it opened
               assert.strictEqual(
-                await page.evaluate(() => document.activeElement?.getAttribute("data-testid")),
+                await focused(page, "data-testid"),
                 "try-outcome"
               )
               assert.isTrue(await page.getByTestId("tool-result").isVisible())
@@ -551,7 +551,7 @@ else {
             assert.isTrue(await edit.getByRole("checkbox", { name: "get_pet" }).isChecked())
             // the edit form is scrolled to and focus moves into it
             assert.strictEqual(
-              await page.evaluate(() => document.activeElement?.closest("form")?.getAttribute("aria-label")),
+              await focused(page, "aria-label", "form"),
               "Edit pets-only"
             )
             await edit.getByLabel("Description").fill("Pet tools")
