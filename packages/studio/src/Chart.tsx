@@ -25,6 +25,9 @@ export const Chart = (
     height?: number
     /** The least top of the y axis. */
     least?: number
+    /** Seconds between points: the x axis extends half a step past each end, so the first and last bar or
+     * point is drawn whole, not cut at the edge. */
+    step?: number
   }
 ) => {
   const host = useRef<HTMLDivElement>(null)
@@ -44,10 +47,13 @@ export const Chart = (
             width: s.bars ? 1 : 2,
             ...(s.fill === undefined ? {} : { fill: s.fill }),
             ...(s.points ? { points: { show: true, size: 8, fill: s.stroke } } : {}),
-            ...(s.bars ? { paths: uPlot.paths.bars!({ size: [0.7, 24], align: 1 }) } : {})
+            ...(s.bars ? { paths: uPlot.paths.bars!({ size: [0.7, 24], align: 0 }) } : {})
           }))
         ],
-        scales: { y: { range: yRange(props.least ?? 1) } },
+        scales: {
+          x: { time: true, range: (_u, min, max) => [min - (props.step ?? 0) / 2, max + (props.step ?? 0) / 2] },
+          y: { range: yRange(props.least ?? 1) }
+        },
         axes: [{}, { label: props.unit ?? "" }],
         legend: { show: true },
         cursor: { drag: { x: false, y: false } }

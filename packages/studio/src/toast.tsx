@@ -3,8 +3,9 @@
  * why it failed), in one live region so a screen reader reads it too.
  *
  * Rules: a success is `role=status` and goes after 5 s; a failure is
- * `role=alert` and stays until dismissed (it says what to fix). At most 4
- * are shown; the oldest goes first.
+ * `role=alert` and goes after 12 s (what to fix stays at the form). At most
+ * 4 are shown; the oldest goes first. A toast never takes a click meant for
+ * what is under it: only its dismiss button is clickable.
  */
 import { useEffect, useState } from "preact/hooks"
 
@@ -32,7 +33,7 @@ export const toast = (kind: ToastKind, text: string) => {
   const id = ++nextId
   toasts = [...toasts, { id, kind, text }].slice(-4)
   publish()
-  if (kind === "success") setTimeout(() => dismiss(id), 5000)
+  setTimeout(() => dismiss(id), kind === "success" ? 5000 : 12_000)
 }
 
 /** Copies `text` to the clipboard and says so (or why not). */

@@ -178,6 +178,7 @@ export const Overview = () => {
           key={`calls-${rangeId}`}
           title={`Calls and errors per ${step} (${w})`}
           unit="calls"
+          step={chosen.step}
           series={[{ label: "calls", stroke: "#2563eb", fill: "rgba(37,99,235,0.35)", bars: true }, {
             label: "errors",
             stroke: "#dc2626",
@@ -191,6 +192,7 @@ export const Overview = () => {
           title={`p95 latency per ${step} (${w})`}
           unit="ms"
           least={5}
+          step={chosen.step}
           series={[{ label: "p95 ms", stroke: "#7c3aed", points: true }]}
           data={[data.x, data.p95]}
         />
