@@ -22,7 +22,7 @@ import { AdminRouter } from "./AdminRouter.ts"
 import type { JsonObject } from "./JsonBody.ts"
 import * as Problem from "./Problem.ts"
 import * as Resource from "./Resource.ts"
-import { checkSecrets } from "./SecretReferences.ts"
+import { checkSecrets, secretsOf } from "./SecretReferences.ts"
 
 /** The JSON representation of a connection. */
 export const present = (c: Connection): JsonObject => ({
@@ -74,7 +74,10 @@ export const ConnectionRoutes: Layer.Layer<never, never, AdminRouter | Connectio
       get: connections.get,
       create: (input) => Effect.andThen(checkSecrets(secrets, input), connections.create(input as ConnectionInput)),
       update: (id, version, input) =>
-        Effect.andThen(checkSecrets(secrets, input), connections.update(id, version, input as ConnectionInput)),
+        connections.get(id).pipe(
+          Effect.flatMap((stored) => checkSecrets(secrets, input, secretsOf(stored))),
+          Effect.andThen(connections.update(id, version, input as ConnectionInput))
+        ),
       delete: connections.delete,
       present,
       hints

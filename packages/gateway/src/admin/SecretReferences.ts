@@ -6,7 +6,10 @@
  * **Rules**
  *
  * - Checked on create and on replace (and so on patch) over the admin API:
- *   `auth.secret` and every `env.<KEY>.secret` of a stdio connection.
+ *   `auth.secret` and every `env.<KEY>.secret` of a stdio connection. An
+ *   edit checks only the names it introduces: one the connection already
+ *   named (e.g. applied from a document whose value comes from the server's
+ *   environment) does not block an edit of something else.
  * - Only a body that is otherwise valid is checked: a malformed one is left
  *   to storage, whose 400 names its field first.
  * - The first unknown name is 422 `unknown_reference` at its path.
@@ -14,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { ConnectionInput, type Secrets, UnknownReference } from "@janus/storage"
+import { type Connection, ConnectionInput, type Secrets, UnknownReference } from "@janus/storage"
 import { Effect, Option, Schema } from "effect"
 
 const decode = Schema.decodeUnknownOption(ConnectionInput, { onExcessProperty: "error" })
@@ -36,10 +39,23 @@ export const secretReferences = (input: unknown): ReadonlyArray<readonly [string
   return found
 }
 
-/** Fails with `UnknownReference` for the first secret `input` names that `secrets` does not hold. */
-export const checkSecrets = (secrets: Secrets["Service"], input: unknown) =>
+/** The secret names a stored connection uses. */
+export const secretsOf = (c: Connection): ReadonlySet<string> => {
+  const names = new Set<string>()
+  if ("secret" in c.auth && typeof c.auth.secret === "string") names.add(c.auth.secret)
+  for (const value of Object.values(("env" in c ? c.env : undefined) ?? {})) {
+    if (typeof value === "object" && value !== null && "secret" in value) names.add(String(value.secret))
+  }
+  return names
+}
+
+/**
+ * Fails with `UnknownReference` for the first secret `input` names that `secrets` does not hold (and that
+ * `already` does not contain: the names the connection had before this edit).
+ */
+export const checkSecrets = (secrets: Secrets["Service"], input: unknown, already: ReadonlySet<string> = new Set()) =>
   Effect.gen(function*() {
-    const references = secretReferences(input)
+    const references = secretReferences(input).filter(([, name]) => !already.has(name))
     if (references.length === 0) return
     const known = new Set((yield* secrets.list).map((s) => s.name))
     const missing = references.find(([, name]) => !known.has(name))
