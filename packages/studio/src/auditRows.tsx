@@ -1,14 +1,11 @@
 /**
- * Audit rows for people: a caller shown by its token's name (or OAuth
- * subject), a call's details, and the export of the filtered rows.
- *
- * Rules: a row's `tokenName` (from the audit trail, when it has one) wins;
- * otherwise a `token:<id>` identity is named from the token lists; an
- * identity that names nothing is shown as it is. Nothing here changes what
- * is stored: arguments are shown only when the record holds them.
+ * Audit rows in the page: token names for callers (see audit.ts), a call's
+ * details, and the export of the filtered rows. Nothing here changes what is
+ * stored: arguments are shown only when the record holds them.
  */
 import { useEffect, useRef } from "preact/hooks"
 import { listAll, request } from "./api.ts"
+import { callerOf } from "./audit.ts"
 import { useResource } from "./store.ts"
 import { time } from "./ui.tsx"
 
@@ -17,24 +14,6 @@ export const useTokenNames = (): ReadonlyMap<string, string> => {
   const clients = useResource("client-tokens", () => listAll<any>("client-tokens"))
   const admins = useResource("admin-tokens", () => listAll<any>("admin-tokens"))
   return new Map([...(clients.data ?? []), ...(admins.data ?? [])].map((t) => [`token:${t.id}`, t.name as string]))
-}
-
-/** The caller as a person reads it. */
-export const callerOf = (row: any, names: ReadonlyMap<string, string>): string => {
-  if (typeof row.tokenName === "string" && row.tokenName !== "") return row.tokenName
-  const name = names.get(row.identity)
-  if (name !== undefined) return name
-  if (typeof row.identity === "string" && row.identity.startsWith("oauth:")) return row.identity.slice(6)
-  return row.identity ?? "—"
-}
-
-/**
- * The identity filter as the API takes it: a token's exact name becomes its
- * `token:<id>`; anything else is sent as typed.
- */
-export const identityFilter = (typed: string, names: ReadonlyMap<string, string>): string => {
-  for (const [identity, name] of names) if (name === typed) return identity
-  return typed
 }
 
 const bytes = (n: unknown) => typeof n === "number" ? `${n} B` : "—"
@@ -88,33 +67,6 @@ export const CallDetail = (props: { row: any; caller: string; onClose: () => voi
     </section>
   )
 }
-
-const COLUMNS = [
-  "id",
-  "at",
-  "tool",
-  "outcome",
-  "identity",
-  "caller",
-  "connection",
-  "status",
-  "durationMs",
-  "bytesIn",
-  "bytesOut",
-  "redactions",
-  "requestId",
-  "traceId"
-] as const
-
-const csvCell = (v: unknown) => {
-  const text = v === null || v === undefined ? "" : String(v)
-  // a cell a spreadsheet would run as a formula is quoted as text
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text
-  return /[",\n\r]/.test(safe) ? `"${safe.replaceAll("\"", "\"\"")}"` : safe
-}
-
-export const toCsv = (rows: ReadonlyArray<any>) =>
-  [COLUMNS.join(","), ...rows.map((r) => COLUMNS.map((c) => csvCell(r[c])).join(","))].join("\r\n") + "\r\n"
 
 /** Every stored row matching `query` (at most 10 pages of 500), with its caller named. */
 export const exportRows = async (query: URLSearchParams, names: ReadonlyMap<string, string>) => {

@@ -6,7 +6,8 @@
  */
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.ts"
-import { CallDetail, callerOf, download, exportRows, identityFilter, toCsv, useTokenNames } from "../auditRows.tsx"
+import { callerOf, identityFilter, toCsv } from "../audit.ts"
+import { CallDetail, download, exportRows, useTokenNames } from "../auditRows.tsx"
 import { onCall } from "../store.ts"
 import { DataTable, RowButton } from "../tables.tsx"
 import { toast } from "../toast.tsx"
