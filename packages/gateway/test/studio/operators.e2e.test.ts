@@ -11,12 +11,9 @@
  * docs/screenshots with UPDATE_SCREENSHOTS=1 (see browser.ts).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { AdminTokens } from "@janus/storage"
-import { Effect, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import type { Browser, Page } from "playwright-core"
+import { Effect } from "effect"
+import type { Server } from "node:http"
+import type { Browser } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as GatewayTesting from "../../src/testing.ts"
 import {
@@ -31,53 +28,16 @@ import {
   signIn,
   watchErrors
 } from "./browser.ts"
+import { api, baseUrl, newAdminToken, startDownstream, WAIT, waitText } from "./support.ts"
 
-const WAIT = 15_000
 const PHONE = { width: 390, height: 844 }
 const DESKTOP = { width: 1400, height: 900 }
 
-/** A downstream pet API on loopback: GET /pets/{id} answers a pet, anything else 404. */
-const startDownstream = () =>
-  new Promise<{ server: Server; url: string }>((resolve) => {
-    const server = createServer((req, res) => {
-      const pet = /^\/pets\/([^/?]+)/.exec(req.url ?? "")
-      res.setHeader("content-type", "application/json")
-      if (pet !== null) res.end(JSON.stringify({ id: decodeURIComponent(pet[1]!), name: "Rex" }))
-      else {
-        res.statusCode = 404
-        res.end("{}")
-      }
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }))
-  })
-
 const gateway = GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } })
 
-const baseUrl = Effect.map(Effect.service(HttpServer.HttpServer), (server) => {
-  if (server.address._tag === "UnixPathAddress") throw new Error("the test server listens on TCP")
-  return `http://127.0.0.1:${server.address.port}`
-})
-
-const newAdminToken = Effect.map(
-  Effect.flatMap(Effect.service(AdminTokens), (tokens) => tokens.create({ name: "operators e2e" })),
-  (created) => Redacted.value(created.plaintext)
-)
-
-/** One admin API request from the test itself: the JSON it answers, after checking the status. */
-const api = async (base: string, token: string, method: string, path: string, body?: unknown, status = 200) => {
-  const response = await fetch(`${base}/api/v1/${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" })
-    },
-    body: body === undefined ? null : JSON.stringify(body)
-  })
-  const text = await response.text()
-  assert.strictEqual(response.status, status, `${method} ${path}: ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
+/** A write through the admin API expecting `status`. */
+const write = (base: string, admin: string, method: string, path: string, body: unknown, status: number) =>
+  api(base, admin, method, path, { body, status })
 
 /** A tools/call on /mcp with a client token. */
 const callTool = (base: string, token: string, name: string, args: Record<string, unknown>) =>
@@ -105,9 +65,6 @@ const callTool = (base: string, token: string, name: string, args: Record<string
       }
     })
   }).then((r) => r.text())
-
-const waitText = (page: Page, testId: string, text: string | RegExp) =>
-  page.getByTestId(testId).filter({ hasText: text }).first().waitFor({ timeout: WAIT })
 
 const available = browserAvailable()
 let browser: Browser | undefined
@@ -137,14 +94,14 @@ const newPage = async (viewport: { width: number; height: number }) => {
 
 /** What every page is checked on after data exists: a pets connection and endpoint, a token, calls, a secret. */
 const arrange = async (base: string, admin: string) => {
-  await api(base, admin, "PUT", "secrets/pets-key", { value: "s3cr3t-pets" }, 201)
-  const pets = await api(base, admin, "POST", "connections", {
+  await write(base, admin, "PUT", "secrets/pets-key", { value: "s3cr3t-pets" }, 201)
+  const pets = await write(base, admin, "POST", "connections", {
     kind: "rest",
     name: "pets",
     baseUrl: downstream!.url,
     egressAllowList: ["127.0.0.1"]
   }, 201)
-  await api(base, admin, "POST", "endpoints", {
+  await write(base, admin, "POST", "endpoints", {
     connectionId: pets.id,
     name: "get_pet",
     method: "GET",
@@ -152,15 +109,15 @@ const arrange = async (base: string, admin: string) => {
     inputSchema: { type: "object", required: ["id"], properties: { id: { type: "string" } } },
     arguments: { id: "path" }
   }, 201)
-  await api(base, admin, "POST", "endpoints", {
+  await write(base, admin, "POST", "endpoints", {
     connectionId: pets.id,
     name: "list_owners",
     method: "GET",
     pathTemplate: "/owners",
     inputSchema: { type: "object" }
   }, 201)
-  await api(base, admin, "POST", "virtual-servers", { name: "pets-only", tools: ["get_pet"] }, 201)
-  const client = await api(base, admin, "POST", "client-tokens", { name: "pet-agent" }, 201)
+  await write(base, admin, "POST", "virtual-servers", { name: "pets-only", tools: ["get_pet"] }, 201)
+  const client = await write(base, admin, "POST", "client-tokens", { name: "pet-agent" }, 201)
   await callTool(base, client.token, "get_pet", { id: "7" })
   await callTool(base, client.token, "list_owners", {})
   return client.token as string
@@ -175,7 +132,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const admin = yield* newAdminToken
+          const admin = yield* newAdminToken("operators e2e")
           yield* Effect.promise(async () => {
             await arrange(base, admin)
             for (const viewport of [PHONE, DESKTOP]) {
@@ -222,7 +179,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const admin = yield* newAdminToken
+          const admin = yield* newAdminToken("operators e2e")
           yield* Effect.promise(async () => {
             const { page, errors, close } = await newPage(PHONE)
             try {
@@ -287,7 +244,7 @@ else {
               assert.strictEqual(remote.toolPrefix, "rm_")
 
               // a token's tools are picked among those that exist; a name that does not is refused by the API
-              await api(base, admin, "POST", "client-tokens", { name: "typo", allowedTools: ["demo_tim"] }, 422)
+              await write(base, admin, "POST", "client-tokens", { name: "typo", allowedTools: ["demo_tim"] }, 422)
               await go(page, "Tokens")
               const tokenForm = page.getByRole("form", { name: "New client token" })
               await tokenForm.getByLabel("Name").fill("remote-only")
@@ -316,7 +273,7 @@ else {
               assert.notInclude(await master.textContent(), "null")
 
               // the full MCP URL with copy, and client configuration, on virtual servers and the overview
-              await api(base, admin, "POST", "virtual-servers", { name: "remote-vs", tools: ["remote/*"] }, 201)
+              await write(base, admin, "POST", "virtual-servers", { name: "remote-vs", tools: ["remote/*"] }, 201)
               await go(page, "Virtual servers")
               const endpoint = page.getByTestId("mcp-url-remote-vs")
               await endpoint.getByText(`${base}/servers/remote-vs/mcp`).first().waitFor()
@@ -351,7 +308,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const admin = yield* newAdminToken
+          const admin = yield* newAdminToken("operators e2e")
           yield* Effect.promise(async () => {
             const { page, errors, close } = await newPage(DESKTOP)
             try {

@@ -14,37 +14,14 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Frame, Hub } from "@janus/sse"
-import { AdminTokens } from "@janus/storage"
-import { Effect, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import type { Browser, Page } from "playwright-core"
+import { Effect } from "effect"
+import type { Server } from "node:http"
+import type { Browser } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as GatewayTesting from "../../src/testing.ts"
 import { EVERYTHING } from "../federation/stdio-servers.ts"
 import { browserAvailable, focused, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
-
-const WAIT = 15_000
-
-/** A downstream pet API on loopback. */
-const startDownstream = () =>
-  new Promise<{ server: Server; url: string }>((resolve) => {
-    const server = createServer((req, res) => {
-      const pet = /^\/pets\/([^/?]+)/.exec(req.url ?? "")
-      res.setHeader("content-type", "application/json")
-      if (req.method === "GET" && pet !== null) {
-        res.end(JSON.stringify({ id: decodeURIComponent(pet[1]!), name: "Rex" }))
-      } else if (req.method === "GET" && (req.url ?? "").startsWith("/pets")) {
-        res.end(JSON.stringify([{ id: "1", name: "Rex" }]))
-      } else {
-        res.statusCode = 404
-        res.end("{}")
-      }
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }))
-  })
+import { api, baseUrl, byName, newAdminToken, startDownstream, WAIT, waitText } from "./support.ts"
 
 const openApiDocument = (baseUrl: string) =>
   JSON.stringify({
@@ -67,16 +44,6 @@ const openApiDocument = (baseUrl: string) =>
 const gateway = GatewayTesting.layer({
   config: { JANUS_ALLOW_ANONYMOUS: false, JANUS_STDIO_COMMANDS: [process.execPath] }
 })
-
-const baseUrl = Effect.map(Effect.service(HttpServer.HttpServer), (server) => {
-  if (server.address._tag === "UnixPathAddress") throw new Error("the test server listens on TCP")
-  return `http://127.0.0.1:${server.address.port}`
-})
-
-const newAdminToken = Effect.map(
-  Effect.flatMap(Effect.service(AdminTokens), (tokens) => tokens.create({ name: "studio e2e" })),
-  (created) => Redacted.value(created.plaintext)
-)
 
 /**
  * Publishes throwaway events (topic `test.flood`, which nothing on screen
@@ -101,38 +68,6 @@ const flood = (times: number) =>
     }
     assert.strictEqual(overflows, times, "the flood overflowed the subscriber's queue")
   })
-
-const waitText = (page: Page, testId: string, text: string | RegExp) =>
-  page.getByTestId(testId).filter({ hasText: text }).first().waitFor({ timeout: WAIT })
-
-/** One admin API request from the test itself (not the browser): the JSON it answers, after checking the status. */
-const api = async (
-  base: string,
-  token: string,
-  method: string,
-  path: string,
-  options: { body?: unknown; ifMatch?: number; status?: number } = {}
-) => {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
-  if (options.body !== undefined) headers["content-type"] = "application/json"
-  if (options.ifMatch !== undefined) headers["if-match"] = `"${options.ifMatch}"`
-  const response = await fetch(`${base}/api/v1/${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? null : JSON.stringify(options.body)
-  })
-  const text = await response.text()
-  assert.strictEqual(response.status, options.status ?? 200, `${method} ${path}: ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
-
-/** The item of an admin collection named `name`, as the API has it now. */
-const byName = async (base: string, token: string, collection: string, name: string) => {
-  const list: { items: Array<any> } = await api(base, token, "GET", `${collection}?limit=100`)
-  const item = list.items.find((i) => i.name === name)
-  assert.isDefined(item, `${collection} has ${name}`)
-  return item
-}
 
 const available = browserAvailable()
 let browser: Browser | undefined
@@ -165,7 +100,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const token = yield* newAdminToken
+          const token = yield* newAdminToken("studio e2e")
           const downstreamUrl = downstream!.url
           yield* Effect.promise(async () => {
             const main = await newPage()
@@ -331,7 +266,7 @@ else {
     it.effect("imports an OpenAPI document: upload, preview with diff, apply", () =>
       Effect.gen(function*() {
         const base = yield* baseUrl
-        const token = yield* newAdminToken
+        const token = yield* newAdminToken("studio e2e")
         yield* Effect.promise(async () => {
           const { page, errors, close } = await newPage()
           try {
@@ -365,7 +300,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const token = yield* newAdminToken
+          const token = yield* newAdminToken("studio e2e")
           yield* Effect.promise(async () => {
             const { page, errors, close } = await newPage()
             try {
@@ -463,7 +398,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const token = yield* newAdminToken
+          const token = yield* newAdminToken("studio e2e")
           const { page, errors, close } = yield* Effect.promise(newPage)
           yield* Effect.ensuring(
             Effect.gen(function*() {
@@ -526,7 +461,7 @@ else {
     it.effect("virtual servers and settings pages, by keyboard", () =>
       Effect.gen(function*() {
         const base = yield* baseUrl
-        const token = yield* newAdminToken
+        const token = yield* newAdminToken("studio e2e")
         yield* Effect.promise(async () => {
           const { page, errors, close } = await newPage()
           try {
