@@ -58,7 +58,7 @@ fi
 
 # 4. Studio: dist/ is git-ignored, so a fresh clone builds it here.
 studio=packages/studio
-if [ ! -f "$studio/dist/index.html" ] || [ -n "$(find "$studio/src" "$studio/index.html" "$studio/vite.config.ts" \
+if [ ! -f "$studio/dist/index.html" ] || [ -n "$(find "$studio/src" "$studio/public" "$studio/index.html" "$studio/vite.config.ts" \
   "$studio/package.json" pnpm-lock.yaml -newer "$studio/dist/index.html" -print 2>/dev/null | head -n 1)" ]; then
   say "building Studio (packages/studio/dist)"
   pnpm --filter @janus/studio run build >&2

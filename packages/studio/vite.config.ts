@@ -8,7 +8,8 @@ import { defineConfig } from "vite"
 export default defineConfig({
   root: import.meta.dirname,
   base: "/",
-  publicDir: false,
+  // public/: files copied as they are (the favicon)
+  publicDir: "public",
   oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   build: {
     outDir: "dist",

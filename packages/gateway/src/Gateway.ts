@@ -247,7 +247,11 @@ export const layerOn = <S, SE, StE>(options: {
     // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
     // the event log's writer reports its buffer and flushes as metrics
     Layer.provideMerge(
-      options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
+      options.storage.pipe(
+        Layer.provideMerge(StdioAllowList.layer),
+        Layer.provide(Instrument.eventLogObserverLayer),
+        Layer.provide(Instrument.cacheObserverLayer)
+      )
     )
   )
 

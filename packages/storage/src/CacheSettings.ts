@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Config, Context, Duration } from "effect"
+import { Cache, Config, Context, Duration, Effect } from "effect"
 
 export interface CacheTtls {
   /** `CONFIG_CACHE_TTL`: connections, endpoints, virtual servers, and client-token verifications. */
@@ -21,6 +21,32 @@ export interface CacheTtls {
 }
 
 export const defaults: CacheTtls = { config: Duration.seconds(5), secrets: Duration.seconds(30) }
+
+/** Which in-process cache a lookup went to (the gateway's `janus_cache_lookups_total{cache}`). */
+export type CacheName = "config" | "token" | "secret"
+
+/**
+ * Told of every lookup of storage's caches, hit or miss (default: nobody).
+ * The gateway provides one that counts them in `janus_cache_lookups_total`.
+ * A lookup that joins one in flight for the same key counts as a hit: it
+ * caused no load.
+ */
+export const CacheObserver = Context.Reference<(cache: CacheName, hit: boolean) => void>(
+  "@janus/storage/CacheObserver",
+  { defaultValue: () => () => undefined }
+)
+
+/** `Cache.get` that tells `observe` whether the entry was there (not expired) before. */
+export const observedGet = <K, A, E, R>(
+  cache: Cache.Cache<K, A, E, R>,
+  key: K,
+  name: CacheName,
+  observe: (cache: CacheName, hit: boolean) => void
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Cache.has(cache, key), (hit) => {
+    observe(name, hit)
+    return Cache.get(cache, key)
+  })
 
 export const CacheSettings = Context.Reference<CacheTtls>("@janus/storage/CacheSettings", {
   defaultValue: () => defaults

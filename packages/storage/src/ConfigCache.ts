@@ -16,7 +16,7 @@
  */
 import { Cache, Context, Duration, Effect, Exit, Layer } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-import { CacheSettings } from "./CacheSettings.ts"
+import { CacheObserver, CacheSettings, observedGet } from "./CacheSettings.ts"
 import { ChangeFeed } from "./ChangeFeed.ts"
 import { Connections } from "./Connections.ts"
 import type { Connection, Endpoint, VirtualServer } from "./Domain.ts"
@@ -80,7 +80,8 @@ export class ConfigCache extends Context.Service<ConfigCache, {
       const invalidate = Cache.invalidateAll(cache)
       yield* feed.register((change) => configKinds.has(change.kind) ? invalidate : Effect.void)
 
-      return ConfigCache.of({ snapshot: Cache.get(cache, "snapshot"), invalidate })
+      const observe = yield* CacheObserver
+      return ConfigCache.of({ snapshot: observedGet(cache, "snapshot", "config", observe), invalidate })
     })
   )
 }

@@ -31,10 +31,18 @@ export const HeaderNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/
 
 const expected = (text: string) => ({ expected: text })
 
+/** What a resource name may be, in words (errors and forms show this, not the pattern). */
+export const RESOURCE_NAME_RULE = "1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit " +
+  "(no spaces)"
 export const ResourceName = Schema.String.check(
-  Schema.isPattern(ResourceNamePattern, expected("a name matching ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"))
+  Schema.isMinLength(1, expected(`a name (required): ${RESOURCE_NAME_RULE}`)),
+  Schema.isPattern(ResourceNamePattern, expected(`a name of ${RESOURCE_NAME_RULE}`))
 )
-export const SecretName = ResourceName
+/** A secret's name; an empty one is "required" (a credential needs a secret), not a pattern mismatch. */
+export const SecretName = Schema.String.check(
+  Schema.isMinLength(1, expected("the name of a secret (required)")),
+  Schema.isPattern(ResourceNamePattern, expected(`a secret name of ${RESOURCE_NAME_RULE}`))
+)
 export const HeaderName = Schema.String.check(
   Schema.isPattern(HeaderNamePattern, expected("an HTTP header name (letters, digits, and !#$%&'*+.^_`|~-)"))
 )

@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import { Cache, Context, Duration, Effect, Exit, Layer, type Redacted } from "effect"
-import { CacheSettings } from "./CacheSettings.ts"
+import { CacheObserver, CacheSettings, observedGet } from "./CacheSettings.ts"
 import { ChangeFeed } from "./ChangeFeed.ts"
 import type { SecretDecryptionFailed, SecretNotFound, StorageError } from "./Errors.ts"
 import { Secrets } from "./Secrets.ts"
@@ -35,7 +35,8 @@ export class SecretCache extends Context.Service<SecretCache, {
       })
       const invalidate = Cache.invalidateAll(cache)
       yield* feed.register((change) => change.kind === "secret" ? invalidate : Effect.void)
-      return SecretCache.of({ reveal: (name) => Cache.get(cache, name), invalidate })
+      const observe = yield* CacheObserver
+      return SecretCache.of({ reveal: (name) => observedGet(cache, name, "secret", observe), invalidate })
     })
   )
 }

@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import { Cache, Clock, Context, Duration, Effect, Exit, Layer, Option, Redacted } from "effect"
-import { CacheSettings } from "./CacheSettings.ts"
+import { CacheObserver, CacheSettings, observedGet } from "./CacheSettings.ts"
 import { ChangeFeed } from "./ChangeFeed.ts"
 import { ClientTokens } from "./ClientTokens.ts"
 import * as SecretBox from "./Crypto.ts"
@@ -45,6 +45,7 @@ export class TokenCache extends Context.Service<TokenCache, {
       )
       const invalidate = Cache.invalidateAll(cache)
       yield* feed.register((change) => change.kind === "client_token" ? invalidate : Effect.void)
+      const observe = yield* CacheObserver
 
       const verify = (token: string | Redacted.Redacted<string>) =>
         Effect.gen(function*() {
@@ -52,7 +53,9 @@ export class TokenCache extends Context.Service<TokenCache, {
           if (!SecretBox.looksLikeToken(SecretBox.CLIENT_TOKEN_PREFIX, plaintext)) return Option.none<ClientToken>()
           const hash = Buffer.from(SecretBox.hashToken(plaintext)).toString("hex")
           pending.set(hash, Redacted.make(plaintext))
-          const found = yield* Cache.get(cache, hash).pipe(Effect.ensuring(Effect.sync(() => pending.delete(hash))))
+          const found = yield* observedGet(cache, hash, "token", observe).pipe(
+            Effect.ensuring(Effect.sync(() => pending.delete(hash)))
+          )
           const now = yield* Clock.currentTimeMillis
           return Option.filter(found, (t) => t.isActiveAt(new Date(now)))
         })

@@ -16,6 +16,7 @@ import { Tokens } from "./pages/Tokens.tsx"
 import { Tools } from "./pages/Tools.tsx"
 import { VirtualServers } from "./pages/VirtualServers.tsx"
 import * as Store from "./store.ts"
+import { Toasts } from "./toast.tsx"
 import { describeError, Link, TextField, usePath } from "./ui.tsx"
 import "./studio.css"
 
@@ -113,6 +114,7 @@ const Shell = (props: { token: string; onSignOut: () => void }) => {
           )
           : <Current />}
       </main>
+      <Toasts />
     </>
   )
 }

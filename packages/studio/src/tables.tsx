@@ -8,9 +8,10 @@
  * edit replaces the item only at the version its form was opened with.
  */
 import type { ComponentChildren } from "preact"
-import { useState } from "preact/hooks"
+import { useLayoutEffect, useRef, useState } from "preact/hooks"
 import { ApiError, request } from "./api.ts"
 import { refresh } from "./store.ts"
+import { toast } from "./toast.tsx"
 import { useAction } from "./ui.tsx"
 
 /** A table with one header row of `columns` and a row per item, or what `empty` says instead. */
@@ -24,28 +25,43 @@ export function DataTable<T>(
     empty?: string | null | undefined
     rowKey: (row: T, index: number) => string
     rowClass?: ((row: T) => string | undefined) | undefined
+    /** false: the table keeps its columns on a phone and scrolls inside its box. */
+    cards?: boolean | undefined
     /** The row's cells. */
     children: (row: T) => ComponentChildren
   }
 ) {
   const { rows } = props
+  const table = useRef<HTMLTableElement>(null)
+  // each cell is labelled with its column, which the phone layout shows before the value (a row is a card)
+  useLayoutEffect(() => {
+    for (const tr of table.current?.tBodies[0]?.rows ?? []) {
+      for (const [i, td] of [...tr.cells].entries()) td.dataset.label = props.columns[i] ?? ""
+    }
+  })
   if (rows === undefined) return null
-  if (rows.length === 0 && props.empty !== undefined) return props.empty === null ? null : <p>{props.empty}</p>
+  if (rows.length === 0 && props.empty !== undefined) {
+    return props.empty === null
+      ? null
+      : <p class="empty" data-testid={props.testId && `${props.testId}-empty`}>{props.empty}</p>
+  }
   return (
-    <table data-testid={props.testId}>
-      <thead>
-        <tr>
-          {props.columns.map((c) => <th key={c} scope="col">{c}</th>)}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row, i) => (
-          <tr key={props.rowKey(row, i)} class={props.rowClass?.(row)}>
-            {props.children(row)}
+    <div class="table-box">
+      <table data-testid={props.testId} ref={table} class={props.cards === false ? undefined : "cards"}>
+        <thead>
+          <tr>
+            {props.columns.map((c) => <th key={c} scope="col">{c}</th>)}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {rows.map((row, i) => (
+            <tr key={props.rowKey(row, i)} class={props.rowClass?.(row)}>
+              {props.children(row)}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   )
 }
 
@@ -66,10 +82,16 @@ export const confirmedWrite = async (
   action: Pick<ReturnType<typeof useAction>, "run">,
   question: string,
   collection: string,
-  write: () => Promise<unknown>
+  write: () => Promise<unknown>,
+  done?: string
 ) => {
   if (!confirm(question)) return
-  await action.run(write)
+  const ok = await action.run(async () => {
+    await write()
+    return true
+  })
+  if (ok === true && done !== undefined) toast("success", done)
+  if (ok === undefined) toast("error", `${question.replace(/\?.*$/, "")}: failed (see the message on the page)`)
   refresh(collection)
 }
 
@@ -78,13 +100,14 @@ export const confirmedDelete = (
   action: Pick<ReturnType<typeof useAction>, "run">,
   question: string,
   collection: string,
-  item: { readonly id: string; readonly version: number | string }
+  item: { readonly id: string; readonly version: number | string; readonly name?: string }
 ) =>
   confirmedWrite(
     action,
     question,
     collection,
-    () => request("DELETE", `${collection}/${item.id}`, { headers: { "if-match": `"${item.version}"` } })
+    () => request("DELETE", `${collection}/${item.id}`, { headers: { "if-match": `"${item.version}"` } }),
+    `Deleted ${item.name ?? "it"}`
   )
 
 /**
@@ -102,11 +125,14 @@ export const useSave = (
   const action = useAction()
   const [version, setVersion] = useState(editing?.version)
   const save = async (body: () => unknown): Promise<boolean> => {
+    let name = ""
     const saved = await action.run(async () => {
-      if (editing === undefined) return request("POST", collection, { body: body() })
+      const b = body() as { name?: string }
+      name = b.name ?? ""
+      if (editing === undefined) return request("POST", collection, { body: b })
       try {
         return await request("PUT", `${collection}/${editing.id}`, {
-          body: body(),
+          body: b,
           headers: { "if-match": `"${version}"` }
         })
       } catch (e) {
@@ -123,7 +149,11 @@ export const useSave = (
         )
       }
     })
-    if (saved === undefined) return false
+    if (saved === undefined) {
+      toast("error", `${editing === undefined ? "Not created" : "Not saved"}: see the form for what to fix`)
+      return false
+    }
+    toast("success", `${editing === undefined ? "Created" : "Saved"} ${name}`)
     refresh(collection)
     return true
   }

@@ -3,8 +3,9 @@
  * Every control has a visible `<label>`; errors are announced (`role=alert`).
  */
 import type { ComponentChildren } from "preact"
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError } from "./api.ts"
+import { copy } from "./toast.tsx"
 
 const routeListeners = new Set<() => void>()
 export const navigate = (path: string) => {
@@ -87,18 +88,32 @@ export const SelectField = (
     value: string
     options: ReadonlyArray<string | readonly [string, string]>
     onChange: (value: string) => void
+    hint?: string | undefined
+    error?: string | undefined
   }
 ) => {
   const id = useId()
+  const described = props.hint !== undefined || props.error !== undefined
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      <select id={id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+      <select
+        id={id}
+        value={props.value}
+        onChange={(e) => props.onChange(e.currentTarget.value)}
+        aria-invalid={props.error !== undefined ? true : undefined}
+        aria-describedby={described ? `${id}-hint` : undefined}
+      >
         {props.options.map((o) => {
           const [value, text] = typeof o === "string" ? [o, o] : o
           return <option key={value} value={value}>{text}</option>
         })}
       </select>
+      {described && (
+        <small id={`${id}-hint`} class={props.error !== undefined ? "error" : "hint"}>
+          {props.error ?? props.hint}
+        </small>
+      )}
     </div>
   )
 }
@@ -120,7 +135,9 @@ export const CheckField = (props: { label: string; checked: boolean; onChange: (
 
 export const describeError = (error: unknown): string => {
   if (error instanceof ApiError) {
-    const fields = error.fields.map((f) => `${f.path}: ${f.message}`).join("; ")
+    // a field's message the API's message already says is not said twice
+    const fields = error.fields.filter((f) => !error.message.includes(f.message.replace(/^Expected /, "")))
+      .map((f) => `${f.path}: ${f.message}`).join("; ")
     return fields === "" ? error.message : `${error.message} (${fields})`
   }
   return error instanceof Error ? error.message : String(error)
@@ -154,19 +171,29 @@ export const CardForm = (
   props: {
     label: string
     heading?: boolean | undefined
+    /** Opened by a button (new, edit): scrolled to, and focus moves to its first field. */
+    focus?: boolean | undefined
     onSubmit: (e: Event) => void
     error?: unknown
     buttons: ComponentChildren
     children: ComponentChildren
   }
-) => (
-  <form class="card" onSubmit={props.onSubmit} aria-label={props.label}>
-    {props.heading !== false && <h2>{props.label}</h2>}
-    <div class="grid">{props.children}</div>
-    <ErrorBox error={props.error} />
-    <div class="buttons">{props.buttons}</div>
-  </form>
-)
+) => {
+  const form = useRef<HTMLFormElement>(null)
+  useEffect(() => {
+    if (props.focus !== true || form.current === null) return
+    form.current.scrollIntoView({ block: "start" })
+    form.current.querySelector<HTMLElement>("input:not([type=hidden]), select, textarea")?.focus()
+  }, [])
+  return (
+    <form class="card" onSubmit={props.onSubmit} aria-label={props.label} ref={form}>
+      {props.heading !== false && <h2>{props.label}</h2>}
+      <div class="grid">{props.children}</div>
+      <ErrorBox error={props.error} />
+      <div class="buttons">{props.buttons}</div>
+    </form>
+  )
+}
 
 /** Runs an async action, tracking busy state and the error to show. */
 export const useAction = () => {
@@ -187,5 +214,29 @@ export const useAction = () => {
   return { busy, error, run, setError }
 }
 
+/** The rule of a connection, virtual server or secret name, shown before a mistake. */
+export const NAME_RULE = "1 to 64 letters, digits, _ . or -, starting with a letter or digit; no spaces"
+
 export const time = (iso: string | null | undefined) =>
   iso === null || iso === undefined ? "—" : new Date(iso).toLocaleString()
+
+/** A button that copies `text`; it says "Copied" for two seconds (and a toast says so). */
+export const CopyButton = (props: { text: string; label?: string | undefined; class?: string | undefined }) => {
+  const [copied, setCopied] = useState(false)
+  const label = props.label ?? "Copy"
+  return (
+    <button
+      type="button"
+      class={props.class}
+      aria-label={copied ? `Copied: ${label}` : label}
+      onClick={async () => {
+        if (await copy(props.text)) {
+          setCopied(true)
+          setTimeout(() => setCopied(false), 2000)
+        }
+      }}
+    >
+      {copied ? "Copied ✓" : label}
+    </button>
+  )
+}

@@ -11,10 +11,13 @@
  * - The OpenTelemetry variables are rows of `JanusConfig` too
  *   (`config/OtelVariables.ts`): the `*_HEADERS` ones are secret, and
  *   credentials in an endpoint URL are masked.
+ * - `variables` lists the same, each with its meaning and its source:
+ *   `environment` (set when the process started), `default`, or `key file`
+ *   (`JANUS_MASTER_KEY` unset in the embedded mode: JANUS_HOME/master.key).
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { JanusConfig, type JanusSettings, VARIABLES } from "../config/JanusConfig.ts"
 import { AdminRouter } from "./AdminRouter.ts"
@@ -39,10 +42,38 @@ export const shown = (config: JanusSettings): Record<string, string | number | b
     ])
   )
 
+export type Source = "environment" | "default" | "key file"
+
+/** Each variable with its value as shown, its meaning and where the value came from. */
+export const described = (config: JanusSettings, present: (name: string) => boolean) =>
+  Object.entries(VARIABLES).map(([name, variable]) => {
+    const value = display(config[name as keyof typeof VARIABLES], variable.secret === true)
+    const unchanged = value === display(variable.default, variable.secret === true)
+    const keyFile = name === "JANUS_MASTER_KEY" && value === null && Option.isNone(config.DATABASE_URL)
+    const source: Source = keyFile
+      ? "key file"
+      : present(name) || !unchanged
+      ? "environment"
+      : "default"
+    return {
+      name,
+      value: keyFile ? `${display(config.JANUS_HOME, false)}/master.key` : value,
+      description: variable.doc,
+      source
+    }
+  })
+
 export const ConfigRoutes: Layer.Layer<never, never, AdminRouter | JanusConfig> = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* AdminRouter
-    const settings = shown(yield* JanusConfig)
-    yield* router.add("GET", "/config", Effect.succeed(HttpServerResponse.jsonUnsafe({ settings })))
+    const config = yield* JanusConfig
+    const settings = shown(config)
+    const set = new Set<string>()
+    for (const name of Object.keys(VARIABLES)) {
+      const raw = yield* Config.option(Config.String(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+      if (Option.isSome(raw) && raw.value.trim() !== "") set.add(name)
+    }
+    const variables = described(config, (name) => set.has(name))
+    yield* router.add("GET", "/config", Effect.succeed(HttpServerResponse.jsonUnsafe({ settings, variables })))
   })
 )

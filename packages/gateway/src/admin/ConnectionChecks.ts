@@ -13,8 +13,10 @@
  *   no retries: a test never trips or resets the connection's breaker. Any
  *   HTTP answer means reachable (a base URL often answers 404); a refusal, a
  *   timeout or a transport error is reported with its message.
- * - The answer is `{ ok, detail }`, 200 either way: the test ran; `ok` is
- *   its verdict. Secret values never appear in it.
+ * - The answer is `{ ok, detail }` (and the HTTP `status` a REST base URL
+ *   answered, so a 404 can be shown as reachable but not a success), 200
+ *   either way: the test ran; `ok` is its verdict. Secret values never
+ *   appear in it.
  *
  * @since 0.1.0
  */
@@ -82,7 +84,11 @@ export const ConnectionCheckRoutes: Layer.Layer<
         const elapsed = (yield* Clock.currentTimeMillis) - started
         return HttpServerResponse.jsonUnsafe(
           result._tag === "Success"
-            ? { ok: true, detail: `reachable: HTTP ${result.success.status} from the base URL in ${elapsed} ms` }
+            ? {
+              ok: true,
+              status: result.success.status,
+              detail: `reachable: HTTP ${result.success.status} from the base URL in ${elapsed} ms`
+            }
             : { ok: false, detail: result.failure.message }
         )
       })

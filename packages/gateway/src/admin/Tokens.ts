@@ -13,7 +13,8 @@
  *   for client tokens, deleted. So no precondition is needed (`Concurrency`).
  * - Client tokens: `expiresAt` is an RFC 3339 date-time with a zone, or
  *   `null`; storage checks it is in the future, that `allowedTools` are tool
- *   names and that `allowedVirtualServers` exist (422 otherwise).
+ *   names and that `allowedVirtualServers` exist (422 otherwise); the tools
+ *   named must exist too (`ToolReferences`, 422 otherwise).
  * - Admin tokens: revoking the last active admin token is refused with 409
  *   `last_admin_token`, so no one locks the team out of the API. Revocations
  *   are serialized in this instance so two concurrent ones cannot both pass
@@ -24,13 +25,22 @@
  *
  * @since 0.1.0
  */
-import { type AdminToken, AdminTokens, type ClientToken, type ClientTokenInput, ClientTokens } from "@janus/storage"
+import {
+  type AdminToken,
+  AdminTokens,
+  type ClientToken,
+  type ClientTokenInput,
+  ClientTokens,
+  Connections,
+  Endpoints
+} from "@janus/storage"
 import { Clock, Effect, Layer, Redacted, Semaphore } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AdminRouter, PREFIX } from "./AdminRouter.ts"
 import { type JsonObject, readObject } from "./JsonBody.ts"
 import * as Problem from "./Problem.ts"
 import * as Resource from "./Resource.ts"
+import { checkAllowedTools } from "./ToolReferences.ts"
 
 const iso = (date: Date | null): string | null => date === null ? null : date.toISOString()
 
@@ -78,71 +88,74 @@ const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 const storage = Effect.mapError(Problem.fromStorage)
 const byName = <A extends { readonly name: string; readonly id: string }>(t: A) => [t.name, t.id] as const
 
-export const ClientTokenRoutes: Layer.Layer<never, never, AdminRouter | ClientTokens> = Layer.effectDiscard(
-  Effect.gen(function*() {
-    const router = yield* AdminRouter
-    const tokens = yield* ClientTokens
+export const ClientTokenRoutes: Layer.Layer<never, never, AdminRouter | ClientTokens | Endpoints | Connections> = Layer
+  .effectDiscard(
+    Effect.gen(function*() {
+      const router = yield* AdminRouter
+      const tokens = yield* ClientTokens
+      const references = { endpoints: yield* Endpoints, connections: yield* Connections }
 
-    yield* router.add(
-      "GET",
-      "/client-tokens",
-      Effect.gen(function*() {
-        const all = yield* storage(tokens.list)
-        const at = yield* now
-        return yield* Resource.page(all, byName, (t) => presentClientToken(t, at))
-      })
-    )
+      yield* router.add(
+        "GET",
+        "/client-tokens",
+        Effect.gen(function*() {
+          const all = yield* storage(tokens.list)
+          const at = yield* now
+          return yield* Resource.page(all, byName, (t) => presentClientToken(t, at))
+        })
+      )
 
-    yield* router.add(
-      "POST",
-      "/client-tokens",
-      Effect.gen(function*() {
-        const body = yield* readObject(yield* HttpServerRequest.HttpServerRequest)
-        const input = yield* clientTokenInput(body)
-        const allowedTools = Array.isArray(body.allowedTools) ? body.allowedTools : []
-        const created = yield* tokens.create(input).pipe(Effect.mapError((error) =>
-          Problem.fromStorage(error, {
-            toolName: (value) => {
-              const index = allowedTools.indexOf(value)
-              return index === -1 ? "allowedTools" : `allowedTools.${index}`
-            }
-          })
-        ))
-        return HttpServerResponse.jsonUnsafe(
-          { ...presentClientToken(created.token, yield* now), token: Redacted.value(created.plaintext) },
-          { status: 201, headers: { location: `${PREFIX}/client-tokens/${created.token.id}` } }
-        )
-      })
-    )
+      yield* router.add(
+        "POST",
+        "/client-tokens",
+        Effect.gen(function*() {
+          const body = yield* readObject(yield* HttpServerRequest.HttpServerRequest)
+          const input = yield* clientTokenInput(body)
+          yield* checkAllowedTools(references, body.allowedTools)
+          const allowedTools = Array.isArray(body.allowedTools) ? body.allowedTools : []
+          const created = yield* tokens.create(input).pipe(Effect.mapError((error) =>
+            Problem.fromStorage(error, {
+              toolName: (value) => {
+                const index = allowedTools.indexOf(value)
+                return index === -1 ? "allowedTools" : `allowedTools.${index}`
+              }
+            })
+          ))
+          return HttpServerResponse.jsonUnsafe(
+            { ...presentClientToken(created.token, yield* now), token: Redacted.value(created.plaintext) },
+            { status: 201, headers: { location: `${PREFIX}/client-tokens/${created.token.id}` } }
+          )
+        })
+      )
 
-    yield* router.add(
-      "GET",
-      "/client-tokens/:id",
-      Effect.gen(function*() {
-        const token = yield* storage(tokens.get(yield* Resource.param("id")))
-        return HttpServerResponse.jsonUnsafe(presentClientToken(token, yield* now))
-      })
-    )
+      yield* router.add(
+        "GET",
+        "/client-tokens/:id",
+        Effect.gen(function*() {
+          const token = yield* storage(tokens.get(yield* Resource.param("id")))
+          return HttpServerResponse.jsonUnsafe(presentClientToken(token, yield* now))
+        })
+      )
 
-    yield* router.add(
-      "POST",
-      "/client-tokens/:id/revoke",
-      Effect.gen(function*() {
-        const token = yield* storage(tokens.revoke(yield* Resource.param("id")))
-        return HttpServerResponse.jsonUnsafe(presentClientToken(token, yield* now))
-      })
-    )
+      yield* router.add(
+        "POST",
+        "/client-tokens/:id/revoke",
+        Effect.gen(function*() {
+          const token = yield* storage(tokens.revoke(yield* Resource.param("id")))
+          return HttpServerResponse.jsonUnsafe(presentClientToken(token, yield* now))
+        })
+      )
 
-    yield* router.add(
-      "DELETE",
-      "/client-tokens/:id",
-      Effect.gen(function*() {
-        yield* storage(tokens.delete(yield* Resource.param("id")))
-        return HttpServerResponse.empty({ status: 204 })
-      })
-    )
-  })
-)
+      yield* router.add(
+        "DELETE",
+        "/client-tokens/:id",
+        Effect.gen(function*() {
+          yield* storage(tokens.delete(yield* Resource.param("id")))
+          return HttpServerResponse.empty({ status: 204 })
+        })
+      )
+    })
+  )
 
 export const AdminTokenRoutes: Layer.Layer<never, never, AdminRouter | AdminTokens> = Layer.effectDiscard(
   Effect.gen(function*() {

@@ -33,6 +33,7 @@
 import { Clock, Context, Duration, Effect, Layer, Schema, Semaphore } from "effect"
 import { HttpClient } from "effect/http"
 import type { JWK, JWTVerifyGetKey } from "jose"
+import * as Metrics from "../observability/Metrics.ts"
 import { discover } from "./AuthorizationServerMetadata.ts"
 import { fetchJson } from "./internal/fetchJson.ts"
 import { jose } from "./internal/jose.ts"
@@ -248,6 +249,8 @@ export class JwksCache extends Context.Service<JwksCache, {
           return state.snapshot
         }))
 
+      const jwksHit = Metrics.cacheLookup("jwks", true)
+      const jwksMiss = Metrics.cacheLookup("jwks", false)
       const stateOf = (issuer: string) => {
         const state = states.get(issuer)
         return state === undefined
@@ -255,15 +258,22 @@ export class JwksCache extends Context.Service<JwksCache, {
           : Effect.succeed(state)
       }
 
+      // a token's verification finds the keys cached (hit) or has them fetched first (miss: the first use, or a
+      // kid the cached set does not have)
       const current = (issuer: string) =>
         Effect.flatMap(
           stateOf(issuer),
           (state) =>
-            state.snapshot !== undefined ? Effect.succeed(state.snapshot) : load(state, "initial", state.generation)
+            state.snapshot !== undefined
+              ? Effect.as(jwksHit, state.snapshot)
+              : Effect.andThen(jwksMiss, load(state, "initial", state.generation))
         )
 
       const refreshForUnknownKey = (issuer: string, seen: JwksSnapshot) =>
-        Effect.flatMap(stateOf(issuer), (state) => load(state, "unknown-key", seen.generation))
+        Effect.flatMap(
+          stateOf(issuer),
+          (state) => Effect.andThen(jwksMiss, load(state, "unknown-key", seen.generation))
+        )
 
       const refresh = (issuer: string) =>
         Effect.flatMap(stateOf(issuer), (state) => load(state, "scheduled", state.generation))

@@ -38,7 +38,7 @@
  *
  * @since 0.1.0
  */
-import { ConfigCache, EventLogObserver, type SecretCache } from "@janus/storage"
+import { CacheSettings, ConfigCache, EventLogObserver, type SecretCache } from "@janus/storage"
 import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { CircuitBreaker } from "effect/persistence"
 import { CurrentCall } from "../calls/CallRecord.ts"
@@ -327,6 +327,15 @@ export const breakerStoreLayer: Layer.Layer<
  * event appended and not yet committed, the batch being written included)
  * after every append and flush attempt. Provide it to the storage layer.
  */
+/** Storage's `CacheObserver`: the config, token and secret caches' lookups in `janus_cache_lookups_total`. */
+export const cacheObserverLayer = Layer.effect(
+  CacheSettings.CacheObserver,
+  Effect.map(
+    Effect.context<never>(),
+    (context) => (cache: CacheSettings.CacheName, hit: boolean) => Metrics.recordCacheLookup(context, cache, hit)
+  )
+)
+
 export const eventLogObserverLayer = Layer.effect(
   EventLogObserver,
   Effect.map(Effect.context<never>(), (context) => ({

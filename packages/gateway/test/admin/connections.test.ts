@@ -53,7 +53,19 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
       assert.deepStrictEqual(list.body.items.map((i: { name: string }) => i.name), ["billing", "upstream"])
       assert.isNull(list.body.nextCursor)
 
-      // PUT the representation back, changed: read-only members are ignored, If-Match names the version
+      // PUT the representation back, changed: read-only members are ignored, If-Match names the version.
+      // The secret it names must be set: before that, the write is refused at auth.secret.
+      const unset = expectStatus(
+        yield* c.put(`/api/v1/connections/${id}`, {
+          ...got.body,
+          auth: { scheme: "bearer", secret: "billing-key" }
+        }, { headers: { "if-match": got.headers.etag! } }),
+        422,
+        "unknown_reference"
+      )
+      assert.deepStrictEqual(fieldPaths(unset), ["auth.secret"])
+      assert.include(unset.body.error.message, "\"billing-key\"")
+      expectStatus(yield* c.put("/api/v1/secrets/billing-key", { value: "b1lling" }), 201)
       const replaced = expectStatus(
         yield* c.put(`/api/v1/connections/${id}`, {
           ...got.body,
@@ -151,6 +163,14 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/connections", (it) => {
         ],
         [restConnection("x", { timeoutMs: 0 }), 400, "invalid_input", "timeoutMs"],
         [restConnection("x", { auth: { scheme: "bearer" } }), 400, "invalid_input", "auth.secret"],
+        // an empty secret name is "required"; a name that is not set is refused like an unknown tool
+        [restConnection("x", { auth: { scheme: "bearer", secret: "" } }), 400, "invalid_input", "auth.secret"],
+        [
+          restConnection("x", { auth: { scheme: "bearer", secret: "nowhere" } }),
+          422,
+          "unknown_reference",
+          "auth.secret"
+        ],
         [
           restConnection("x", { auth: { scheme: "header", header: "bad header", secret: "s" } }),
           400,

@@ -9,6 +9,11 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/client-tokens", (it) => {
     Effect.gen(function*() {
       const c = client(yield* adminToken())
       yield* c.post("/api/v1/virtual-servers", { name: "vs-one", tools: [] })
+      // the tools a token names must exist: github/* is every tool of the mcp connection github
+      expectStatus(
+        yield* c.post("/api/v1/connections", { kind: "mcp", name: "github", url: "https://github.example/mcp" }),
+        201
+      )
       const created = expectStatus(
         yield* c.post("/api/v1/client-tokens", {
           name: "Claude desktop",
@@ -70,7 +75,10 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/client-tokens", (it) => {
         [{ name: "t", expiresAt: 1893456000 }, 400, "invalid_request", "expiresAt"],
         [{ name: "t", allowedTools: ["ok_tool", "bad tool"] }, 400, "invalid_tool_name", "allowedTools.1"],
         [{ name: "t", allowedTools: "all" }, 400, "invalid_input", "allowedTools"],
-        [{ name: "t", allowedVirtualServers: ["nope"] }, 422, "unknown_reference", "allowedVirtualServers"]
+        [{ name: "t", allowedVirtualServers: ["nope"] }, 422, "unknown_reference", "allowedVirtualServers"],
+        // a tool that does not exist is refused like a virtual server's (a typo would grant nothing, silently)
+        [{ name: "t", allowedTools: ["demo_tim"] }, 422, "unknown_reference", "allowedTools.0"],
+        [{ name: "t", allowedTools: ["github/*", "nope/*"] }, 422, "unknown_reference", "allowedTools.1"]
       ]
       for (const [body, status, code, path] of cases) {
         const reply = expectStatus(yield* c.post("/api/v1/client-tokens", body), status, code)

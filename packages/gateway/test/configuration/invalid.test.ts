@@ -90,7 +90,7 @@ describe("invalid configuration documents", () => {
           /^expected one of the known fields \(kind, name, .*baseUrl.*\): "baseURL" is unknown; did you mean "baseUrl"\?$/
         )
         assert.strictEqual(line("connections[2].baseUrl"), "missing: this field is required")
-        assert.match(line("connections[3].name"), /^got "bad name!"; expected a name matching/)
+        assert.match(line("connections[3].name"), /^got "bad name!"; expected a name of 1 to 64 letters, digits/)
         assert.match(line("connections[4].auth.scheme"), /^got "kerberos"; expected one of "none", "bearer"/)
         assert.match(line("clientTokens[0].expiresAt"), /got "tomorrow"; expected an RFC 3339 date-time/)
         assert.match(error.message, /^the configuration document is invalid \(11 problems\):\n {2}- /)

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Metric } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import {
@@ -10,6 +10,7 @@ import {
   OAuthLayer,
   type OAuthOptions
 } from "../../src/oauth/index.ts"
+import * as Metrics from "../../src/observability/Metrics.ts"
 import {
   type AuthServer,
   authServer,
@@ -61,8 +62,17 @@ describe("JwksCache", () => {
       const server = yield* start()
       const { cache, verifier } = yield* build(server)
       yield* eventually(() => server.jwksFetches() === 1)
+      const lookups = (result: "hit" | "miss") =>
+        Effect.map(
+          Metric.value(Metric.withAttributes(Metrics.cacheLookups, { cache: "jwks", result })),
+          (state) => Number(state.count)
+        )
+      const [hits, misses] = [yield* lookups("hit"), yield* lookups("miss")]
       for (let i = 0; i < 20; i++) yield* verifier.verify(yield* sign(rsa.RS256!, claims(server)))
       assert.strictEqual(server.jwksFetches(), 1, "the hot path never fetches for known keys")
+      // each verification found the keys cached: janus_cache_lookups_total{cache="jwks"} counts it
+      assert.strictEqual((yield* lookups("hit")) - hits, 20)
+      assert.strictEqual((yield* lookups("miss")) - misses, 0)
       const [status] = yield* cache.status
       assert.strictEqual(status!.keyCount, 6)
       assert.strictEqual(status!.fetches, 1)

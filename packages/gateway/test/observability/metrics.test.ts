@@ -5,7 +5,7 @@
  * metric (and every label matcher) they reference is exported.
  */
 import { assert, layer } from "@effect/vitest"
-import { AdminTokens, Connections, Endpoints, Secrets } from "@janus/storage"
+import { AdminTokens, ClientTokens, Connections, Endpoints, Secrets } from "@janus/storage"
 import { parser as promql } from "@prometheus-io/lezer-promql"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
@@ -75,6 +75,14 @@ const traffic = Effect.gen(function*() {
   // ok calls
   for (const id of ["1", "2"]) {
     const reply = yield* stateless(mcp, "tools/call", { name: "get_pet", arguments: { id } })
+    assert.strictEqual(reply.status, 200)
+  }
+  // a client token's two calls: its verification is looked up (a miss), then found cached (a hit)
+  const client = yield* (yield* ClientTokens).create({ name: "metrics cache" })
+  for (let i = 0; i < 2; i++) {
+    const reply = yield* stateless(mcp, "tools/list", {}, {
+      authorization: `Bearer ${Redacted.value(client.plaintext)}`
+    })
     assert.strictEqual(reply.status, 200)
   }
   // the breaker of `flaky` opens after two 503s
@@ -268,6 +276,13 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("/metrics after
       assert.strictEqual(sample(family(families, "janus_breaker_state"), { connection: "pets" })?.value, 0)
       const caches = family(families, "janus_cache_lookups_total")
       assert.strictEqual(sample(caches, { cache: "response", result: "hit" })?.value, 1)
+      // every cache the dashboard's panels show is counted, not only the response cache
+      assert.strictEqual(sample(caches, { cache: "token", result: "miss" })?.value, 1)
+      assert.strictEqual(sample(caches, { cache: "token", result: "hit" })?.value, 1)
+      for (const cache of ["config", "secret"]) {
+        assert.isAtLeast(sample(caches, { cache, result: "miss" })?.value ?? 0, 1, `${cache} misses`)
+        assert.isAtLeast(sample(caches, { cache, result: "hit" })?.value ?? 0, 1, `${cache} hits`)
+      }
 
       const flushSize = family(families, "janus_event_log_flush_size")
       assert.strictEqual(flushSize.type, "histogram")

@@ -5,7 +5,8 @@
  * Without /usr/bin/chromium the suites skip with a printed reason, except
  * under CI=true, where they fail (.ci/run installs Chromium first).
  */
-import { existsSync, mkdirSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -72,4 +73,62 @@ export const signIn = async (page: Page, base: string, token: string, path = "/"
 export const go = async (page: Page, name: string) => {
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true }).click()
   await page.getByRole("heading", { level: 1, name }).waitFor()
+}
+
+/** Studio's pages: path, and the heading each shows. */
+export const PAGES: ReadonlyArray<readonly [string, string]> = [
+  ["/", "Overview"],
+  ["/connections", "Connections"],
+  ["/tools", "Tools"],
+  ["/virtual-servers", "Virtual servers"],
+  ["/tokens", "Tokens"],
+  ["/audit", "Audit"],
+  ["/import", "OpenAPI import"],
+  ["/configuration", "Configuration"],
+  ["/settings", "Settings"]
+]
+
+/** How far the page scrolls sideways (0: not at all), and the widest elements if it does. */
+export const horizontalOverflow = (page: Page): Promise<{ overflow: number; wide: Array<string> }> =>
+  // a string: this package's TypeScript has no DOM types; the expression runs in the page
+  page.evaluate(`(() => {
+    const root = document.documentElement
+    const width = root.clientWidth
+    const wide = [...document.querySelectorAll("body *")]
+      .filter((e) => {
+        const r = e.getBoundingClientRect()
+        return r.width > 0 && r.right > width + 1 && getComputedStyle(e).position !== "fixed"
+      })
+      .slice(0, 5)
+      .map((e) => e.tagName.toLowerCase() + "." + e.className)
+    return { overflow: root.scrollWidth - width, wide }
+  })()`)
+
+/** The focused element's `attribute` (and, with `closest`, that of its nearest ancestor matching it). */
+export const focused = (page: Page, attribute: string, closest?: string): Promise<string | null> =>
+  page.evaluate(
+    `(() => { const e = document.activeElement; const t = ${
+      closest === undefined ? "e" : `e?.closest(${JSON.stringify(closest)})`
+    }; return t?.getAttribute(${JSON.stringify(attribute)}) ?? null })()`
+  )
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
+
+/**
+ * axe-core's checks (WCAG 2.x A and AA, and best practices) on the page as it is: the serious and
+ * critical violations, each with the elements it found. axe is evaluated through the DevTools protocol,
+ * which Studio's Content-Security-Policy does not govern (the page itself still runs under it).
+ */
+export const axeViolations = async (page: Page) => {
+  await page.evaluate(axeSource)
+  const violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown }> }> =
+    await page.evaluate(
+      `axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } })
+        .then((result) => result.violations)`
+    )
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) =>
+      `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)).join(", ")}`
+    )
 }

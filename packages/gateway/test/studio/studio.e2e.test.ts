@@ -14,37 +14,14 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Frame, Hub } from "@janus/sse"
-import { AdminTokens } from "@janus/storage"
-import { Effect, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import type { Browser, Page } from "playwright-core"
+import { Effect } from "effect"
+import type { Server } from "node:http"
+import type { Browser } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as GatewayTesting from "../../src/testing.ts"
 import { EVERYTHING } from "../federation/stdio-servers.ts"
-import { browserAvailable, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
-
-const WAIT = 15_000
-
-/** A downstream pet API on loopback. */
-const startDownstream = () =>
-  new Promise<{ server: Server; url: string }>((resolve) => {
-    const server = createServer((req, res) => {
-      const pet = /^\/pets\/([^/?]+)/.exec(req.url ?? "")
-      res.setHeader("content-type", "application/json")
-      if (req.method === "GET" && pet !== null) {
-        res.end(JSON.stringify({ id: decodeURIComponent(pet[1]!), name: "Rex" }))
-      } else if (req.method === "GET" && (req.url ?? "").startsWith("/pets")) {
-        res.end(JSON.stringify([{ id: "1", name: "Rex" }]))
-      } else {
-        res.statusCode = 404
-        res.end("{}")
-      }
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }))
-  })
+import { browserAvailable, focused, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
+import { api, baseUrl, byName, newAdminToken, startDownstream, WAIT, waitText } from "./support.ts"
 
 const openApiDocument = (baseUrl: string) =>
   JSON.stringify({
@@ -67,16 +44,6 @@ const openApiDocument = (baseUrl: string) =>
 const gateway = GatewayTesting.layer({
   config: { JANUS_ALLOW_ANONYMOUS: false, JANUS_STDIO_COMMANDS: [process.execPath] }
 })
-
-const baseUrl = Effect.map(Effect.service(HttpServer.HttpServer), (server) => {
-  if (server.address._tag === "UnixPathAddress") throw new Error("the test server listens on TCP")
-  return `http://127.0.0.1:${server.address.port}`
-})
-
-const newAdminToken = Effect.map(
-  Effect.flatMap(Effect.service(AdminTokens), (tokens) => tokens.create({ name: "studio e2e" })),
-  (created) => Redacted.value(created.plaintext)
-)
 
 /**
  * Publishes throwaway events (topic `test.flood`, which nothing on screen
@@ -102,38 +69,6 @@ const flood = (times: number) =>
     assert.strictEqual(overflows, times, "the flood overflowed the subscriber's queue")
   })
 
-const waitText = (page: Page, testId: string, text: string | RegExp) =>
-  page.getByTestId(testId).filter({ hasText: text }).first().waitFor({ timeout: WAIT })
-
-/** One admin API request from the test itself (not the browser): the JSON it answers, after checking the status. */
-const api = async (
-  base: string,
-  token: string,
-  method: string,
-  path: string,
-  options: { body?: unknown; ifMatch?: number; status?: number } = {}
-) => {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
-  if (options.body !== undefined) headers["content-type"] = "application/json"
-  if (options.ifMatch !== undefined) headers["if-match"] = `"${options.ifMatch}"`
-  const response = await fetch(`${base}/api/v1/${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? null : JSON.stringify(options.body)
-  })
-  const text = await response.text()
-  assert.strictEqual(response.status, options.status ?? 200, `${method} ${path}: ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
-
-/** The item of an admin collection named `name`, as the API has it now. */
-const byName = async (base: string, token: string, collection: string, name: string) => {
-  const list: { items: Array<any> } = await api(base, token, "GET", `${collection}?limit=100`)
-  const item = list.items.find((i) => i.name === name)
-  assert.isDefined(item, `${collection} has ${name}`)
-  return item
-}
-
 const available = browserAvailable()
 let browser: Browser | undefined
 let downstream: { server: Server; url: string } | undefined
@@ -149,7 +84,7 @@ afterAll(async () => {
 })
 
 const newPage = async () => {
-  const context = await browser!.newContext({ viewport: { width: 1280, height: 860 } })
+  const context = await browser!.newContext({ viewport: { width: 1400, height: 900 } })
   const page = await context.newPage()
   page.setDefaultTimeout(WAIT)
   page.on("dialog", (dialog) => void dialog.accept())
@@ -165,7 +100,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const token = yield* newAdminToken
+          const token = yield* newAdminToken("studio e2e")
           const downstreamUrl = downstream!.url
           yield* Effect.promise(async () => {
             const main = await newPage()
@@ -193,7 +128,8 @@ else {
               await edit.getByRole("button", { name: "Save" }).click()
               await edit.waitFor({ state: "detached" })
               await page.getByRole("button", { name: "Test pets" }).click()
-              await waitText(page, "test-pets", "OK: reachable: HTTP 404")
+              await waitText(page, "test-pets", "Reachable, but not a success: HTTP 404")
+              assert.strictEqual(await page.getByTestId("test-pets").getAttribute("data-outcome"), "warn")
 
               // a stdio upstream (a published server from npm): a command JANUS_STDIO_COMMANDS does not allow is
               // refused with the variable named at the field; the allowed one runs, healthy with its pid
@@ -271,8 +207,13 @@ else {
 
               // the tool, called through the form generated from its schema
               await go(page, "Tools")
-              await page.getByLabel("Client token", { exact: true }).fill(clientToken)
-              await page.getByRole("button", { name: "Use token" }).click()
+              // the client token created in this tab is offered for Try (its value never typed again)
+              await page.getByRole("form", { name: "Use a token created in this tab" }).getByLabel(
+                "Created in this tab"
+              )
+                .selectOption({ label: "studio-e2e" })
+              await page.getByRole("button", { name: "Use this token" }).click()
+              await waitText(page, "token-in-use", "Using studio-e2e")
               await waitText(page, "tools", "get_pet")
               // tools/list through /mcp has the edited description
               await waitText(page, "tools", "One pet by id")
@@ -282,6 +223,12 @@ else {
               await tryForm.getByRole("button", { name: "Call get_pet" }).click()
               await waitText(page, "tool-result", "Rex")
               assert.include(await page.getByTestId("tool-result").textContent(), "\"42\"")
+              // the result is scrolled to and focused, so it is seen (and read) where it opened
+              assert.strictEqual(
+                await focused(page, "data-testid"),
+                "try-outcome"
+              )
+              assert.isTrue(await page.getByTestId("tool-result").isVisible())
               await screenshot(page, "tools")
 
               // live: the call reaches the overview and the audit tail without a request
@@ -319,7 +266,7 @@ else {
     it.effect("imports an OpenAPI document: upload, preview with diff, apply", () =>
       Effect.gen(function*() {
         const base = yield* baseUrl
-        const token = yield* newAdminToken
+        const token = yield* newAdminToken("studio e2e")
         yield* Effect.promise(async () => {
           const { page, errors, close } = await newPage()
           try {
@@ -353,7 +300,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const token = yield* newAdminToken
+          const token = yield* newAdminToken("studio e2e")
           yield* Effect.promise(async () => {
             const { page, errors, close } = await newPage()
             try {
@@ -451,7 +398,7 @@ else {
       () =>
         Effect.gen(function*() {
           const base = yield* baseUrl
-          const token = yield* newAdminToken
+          const token = yield* newAdminToken("studio e2e")
           const { page, errors, close } = yield* Effect.promise(newPage)
           yield* Effect.ensuring(
             Effect.gen(function*() {
@@ -514,7 +461,7 @@ else {
     it.effect("virtual servers and settings pages, by keyboard", () =>
       Effect.gen(function*() {
         const base = yield* baseUrl
-        const token = yield* newAdminToken
+        const token = yield* newAdminToken("studio e2e")
         yield* Effect.promise(async () => {
           const { page, errors, close } = await newPage()
           try {
@@ -524,19 +471,26 @@ else {
             await page.keyboard.type("pets-only")
             await page.keyboard.press("Tab")
             await page.keyboard.type("Only the pet tools")
-            await page.keyboard.press("Tab")
-            await page.keyboard.type("get_pet")
+            // the tools are a picker of what exists: Space checks get_pet, Enter on the button creates
+            await form.getByRole("checkbox", { name: "get_pet" }).focus()
+            await page.keyboard.press("Space")
+            await form.getByRole("button", { name: "Create virtual server" }).focus()
             await page.keyboard.press("Enter")
-            await waitText(page, "virtual-servers", "/servers/pets-only/mcp")
+            await waitText(page, "virtual-servers", `${base}/servers/pets-only/mcp`)
             await screenshot(page, "virtual-servers")
 
             // edit it while someone else changes it through the API: the save over the version read is a 409
             // whose detail shows; saving again (now over the version re-read) is a deliberate overwrite
             await page.getByRole("button", { name: "Edit pets-only" }).click()
             const edit = page.getByRole("form", { name: "Edit pets-only" })
-            assert.strictEqual(await edit.getByLabel("Tools").inputValue(), "get_pet")
+            assert.isTrue(await edit.getByRole("checkbox", { name: "get_pet" }).isChecked())
+            // the edit form is scrolled to and focus moves into it
+            assert.strictEqual(
+              await focused(page, "aria-label", "form"),
+              "Edit pets-only"
+            )
             await edit.getByLabel("Description").fill("Pet tools")
-            await edit.getByLabel("Tools").fill("get_pet, showPet")
+            await edit.getByRole("checkbox", { name: "showPet" }).check()
             const read = await byName(base, token, "virtual-servers", "pets-only")
             await api(base, token, "PATCH", `virtual-servers/${read.id}`, {
               body: { description: "changed elsewhere" },
@@ -560,6 +514,13 @@ else {
             await waitText(page, "config", "JANUS_HOST")
             const text = (await page.getByTestId("config").textContent())!
             assert.notInclude(text, "jna_")
+            // each variable with its source and meaning; nothing reads a bare null
+            assert.notMatch(text, /\bnull\b/)
+            const burst = page.getByTestId("config").locator("tr").filter({ hasText: "RATE_LIMIT_IP_BURST" })
+            assert.include(await burst.textContent(), "Per-IP burst")
+            assert.include(await burst.textContent(), "default")
+            const stdio = page.getByTestId("config").locator("tr").filter({ hasText: "JANUS_STDIO_COMMANDS" })
+            assert.include(await stdio.textContent(), "environment")
             await screenshot(page, "settings")
             assert.deepStrictEqual(errors, [])
           } finally {

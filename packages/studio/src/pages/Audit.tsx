@@ -1,11 +1,16 @@
 /**
- * Audit: filters, keyset pages (the API's cursor), and a live tail that
- * prepends matching `calls` events as they arrive (no polling).
+ * Audit: filters (also from the URL: the overview links here with
+ * `?tool=…&outcome=…`), keyset pages (the API's cursor), a live tail that
+ * prepends matching `calls` events as they arrive (no polling), callers by
+ * name, a detail view per call, and the filtered rows exported as CSV or JSON.
  */
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.ts"
+import { callerOf, identityFilter, toCsv } from "../audit.ts"
+import { CallDetail, download, exportRows, useTokenNames } from "../auditRows.tsx"
 import { onCall } from "../store.ts"
-import { DataTable } from "../tables.tsx"
+import { DataTable, RowButton } from "../tables.tsx"
+import { toast } from "../toast.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
 
 const OUTCOMES = ["", "ok", "error", "denied", "invalid", "rate_limited", "shed", "breaker_open", "timeout"]
@@ -22,26 +27,46 @@ interface Filters {
 }
 
 const emptyFilters: Filters = { tool: "", outcome: "", identity: "", connection: "", from: "", to: "" }
+const fromUrl = (): Filters => {
+  const q = new URLSearchParams(location.search)
+  return {
+    ...emptyFilters,
+    tool: q.get("tool") ?? "",
+    outcome: OUTCOMES.find((o) => o === q.get("outcome")) ?? "",
+    identity: q.get("identity") ?? "",
+    connection: q.get("connection") ?? ""
+  }
+}
 const instant = (local: string) => new Date(local).toISOString()
 
-const matches = (f: Filters, r: any) =>
+const matches = (f: Filters, r: any, identity: string) =>
   (f.tool === "" || r.tool === f.tool) && (f.outcome === "" || r.outcome === f.outcome) &&
-  (f.identity === "" || r.identity === f.identity) && (f.connection === "" || r.connection === f.connection) &&
+  (identity === "" || r.identity === identity) && (f.connection === "" || r.connection === f.connection) &&
   (f.from === "" || r.at >= instant(f.from)) && (f.to === "" || r.at < instant(f.to))
 
 export const Audit = () => {
-  const [filters, setFilters] = useState<Filters>(emptyFilters)
+  const [filters, setFilters] = useState<Filters>(fromUrl)
   const [applied, setApplied] = useState(filters)
   const [rows, setRows] = useState<Array<any>>([])
   const [tail, setTail] = useState<Array<any>>([])
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const [next, setNext] = useState<string | null>(null)
   const [live, setLive] = useState(true)
+  const [open, setOpen] = useState<any>(undefined)
   const action = useAction()
+  const exporting = useAction()
+  const names = useTokenNames()
+  const queryOf = (f: Filters) => {
+    const q = new URLSearchParams()
+    for (const [k, v] of Object.entries(f)) {
+      if (v !== "") q.set(k, k === "from" || k === "to" ? instant(v) : k === "identity" ? identityFilter(v, names) : v)
+    }
+    return q
+  }
 
   const load = async (f: Filters, cursor: string | null) => {
-    const q = new URLSearchParams({ limit: "25" })
-    for (const [k, v] of Object.entries(f)) if (v !== "") q.set(k, k === "from" || k === "to" ? instant(v) : v)
+    const q = queryOf(f)
+    q.set("limit", "25")
     if (cursor !== null) q.set("cursor", cursor)
     const page = await action.run(() => request<{ items: Array<any>; nextCursor: string | null }>("GET", `audit?${q}`))
     if (page !== undefined) {
@@ -55,9 +80,18 @@ export const Audit = () => {
   useEffect(() => {
     if (!live) return
     return onCall((data) => {
-      if (matches(applied, data)) setTail((t) => [data, ...t].slice(0, TAIL_MAX))
+      if (matches(applied, data, identityFilter(applied.identity, names))) {
+        setTail((t) => [data, ...t].slice(0, TAIL_MAX))
+      }
     })
-  }, [live, applied])
+  }, [live, applied, names.size])
+  const exportAs = (format: "csv" | "json") =>
+    exporting.run(async () => {
+      const rows = await exportRows(queryOf(applied), names)
+      if (format === "json") download("janus-audit.json", "application/json", JSON.stringify(rows, null, 2))
+      else download("janus-audit.csv", "text/csv", toCsv(rows))
+      toast("success", `Exported ${rows.length} call(s) as ${format.toUpperCase()}`)
+    })
 
   const set = (k: keyof Filters) => (v: string) => setFilters({ ...filters, [k]: v })
   const apply = (e: Event) => {
@@ -69,7 +103,19 @@ export const Audit = () => {
   const firstPage = cursors.length === 1
   const shown = firstPage ? [...tail, ...rows] : rows
   return (
-    <Page title="Audit">
+    <Page
+      title="Audit"
+      actions={
+        <div class="buttons">
+          <button type="button" class="secondary" onClick={() => exportAs("csv")} disabled={exporting.busy}>
+            Export CSV
+          </button>
+          <button type="button" class="secondary" onClick={() => exportAs("json")} disabled={exporting.busy}>
+            Export JSON
+          </button>
+        </div>
+      }
+    >
       <CardForm
         label="Audit filters"
         heading={false}
@@ -83,19 +129,32 @@ export const Audit = () => {
       >
         <TextField label="Tool" value={filters.tool} onInput={set("tool")} />
         <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
-        <TextField label="Identity" value={filters.identity} onInput={set("identity")} />
+        <TextField
+          label="Identity"
+          value={filters.identity}
+          onInput={set("identity")}
+          hint="A token's name, token:<id> or an OAuth subject"
+        />
         <TextField label="Connection" value={filters.connection} onInput={set("connection")} />
         <TextField label="From" type="datetime-local" value={filters.from} onInput={set("from")} />
         <TextField label="To" type="datetime-local" value={filters.to} onInput={set("to")} />
       </CardForm>
-      <ErrorBox error={action.error} />
+      <ErrorBox error={action.error ?? exporting.error} />
+      {open !== undefined && (
+        <CallDetail
+          row={open}
+          caller={callerOf(open, names)}
+          onClose={() => setOpen(undefined)}
+        />
+      )}
       <p class="hint" aria-live="polite">
         {firstPage && live ? `Live: ${tail.length} new call(s) since this page loaded.` : ""}
       </p>
       <DataTable
         testId="audit"
-        columns={["Time", "Tool", "Outcome", "Identity", "Connection", "Status", "Duration", "Bytes in/out"]}
+        columns={["Time", "Tool", "Outcome", "Caller", "Connection", "Status", "Duration", "Bytes in/out", "Details"]}
         rows={shown}
+        empty={action.busy ? null : "No calls match these filters (and none arrived live since)."}
         rowKey={(r, i) => `${r.id ?? "live"}-${i}`}
         rowClass={(r) => r.id === undefined ? "live-row" : undefined}
       >
@@ -106,11 +165,19 @@ export const Audit = () => {
             <td>
               <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
             </td>
-            <td>{r.identity}</td>
+            <td title={r.identity}>{callerOf(r, names)}</td>
             <td>{r.connection ?? "—"}</td>
             <td>{r.status ?? "—"}</td>
             <td>{r.durationMs} ms</td>
             <td>{r.bytesIn}/{r.bytesOut}</td>
+            <td class="buttons">
+              <RowButton
+                verb="Details"
+                name={`${r.tool} at ${time(r.at)}`}
+                class="secondary"
+                onClick={() => setOpen(r)}
+              />
+            </td>
           </>
         )}
       </DataTable>

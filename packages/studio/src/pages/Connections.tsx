@@ -2,9 +2,10 @@
 import { useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { parseBreakers } from "../breakers.ts"
+import { useSecretNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
-import { confirmedDelete, DataTable, RowButton } from "../tables.tsx"
-import { CardForm, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
+import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
+import { CardForm, ErrorBox, NAME_RULE, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 interface Draft {
   kind: string
@@ -20,6 +21,9 @@ interface Draft {
   env: string
   cwd: string
   pollIntervalMs: string
+  /** mcp: how upstream tool names are exposed: `<name>/` (default), a prefix of one's own, or none */
+  prefixMode: string
+  prefix: string
   scheme: string
   secret: string
   header: string
@@ -39,6 +43,8 @@ const emptyDraft: Draft = {
   env: "",
   cwd: "",
   pollIntervalMs: "30000",
+  prefixMode: "default",
+  prefix: "",
   scheme: "none",
   secret: "",
   header: "",
@@ -60,6 +66,8 @@ const draftOf = (c: any): Draft => ({
   ).join("\n"),
   cwd: c.cwd ?? "",
   pollIntervalMs: String(c.pollIntervalMs ?? 30000),
+  prefixMode: c.toolPrefix === null || c.toolPrefix === undefined ? "default" : c.toolPrefix === "" ? "none" : "custom",
+  prefix: c.toolPrefix ?? "",
   scheme: c.auth?.scheme ?? "none",
   secret: c.auth?.secret ?? "",
   header: c.auth?.header ?? "",
@@ -106,7 +114,12 @@ const bodyOf = (d: Draft) => {
         cwd: d.cwd.trim() === "" ? null : d.cwd.trim()
       }
       : { url: d.url, transport: d.transport }),
-    ...(d.kind === "mcp" ? { pollIntervalMs: Number(d.pollIntervalMs) } : {}),
+    ...(d.kind === "mcp"
+      ? {
+        pollIntervalMs: Number(d.pollIntervalMs),
+        toolPrefix: d.prefixMode === "default" ? null : d.prefixMode === "none" ? "" : d.prefix
+      }
+      : {}),
     auth,
     timeoutMs: Number(d.timeoutMs),
     egressAllowList: egress.length === 0 ? null : egress
@@ -115,27 +128,18 @@ const bodyOf = (d: Draft) => {
 
 const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => void }) => {
   const [d, setD] = useState(props.initial)
-  const action = useAction()
+  const action = useSave("connections", props.editing)
+  const secrets = useSecretNames()
   const set = (k: keyof Draft) => (v: string) => setD({ ...d, [k]: v })
   const fieldError = (path: string) =>
     (action.error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
   const submit = async (e: Event) => {
     e.preventDefault()
-    const ok = await action.run(() =>
-      props.editing === undefined
-        ? request("POST", "connections", { body: bodyOf(d) })
-        : request("PUT", `connections/${props.editing.id}`, {
-          body: bodyOf(d),
-          headers: { "if-match": `"${props.editing.version}"` }
-        })
-    )
-    if (ok !== undefined) {
-      refresh("connections")
-      props.onDone()
-    }
+    if (await action.save(() => bodyOf(d))) props.onDone()
   }
   return (
     <CardForm
+      focus
       label={props.editing ? `Edit ${props.editing.name}` : "New connection"}
       onSubmit={submit}
       error={action.error}
@@ -152,7 +156,14 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
         options={[["rest", "REST API"], ["mcp", "Upstream MCP server"]]}
         onChange={set("kind")}
       />
-      <TextField label="Name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
+      <TextField
+        label="Name"
+        value={d.name}
+        onInput={set("name")}
+        required
+        hint={NAME_RULE}
+        error={fieldError("name")}
+      />
       {d.kind === "mcp" && (
         <SelectField
           label="Transport"
@@ -217,6 +228,29 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
           error={fieldError("pollIntervalMs")}
         />
       )}
+      {d.kind === "mcp" && (
+        <SelectField
+          label="Tool naming"
+          value={d.prefixMode}
+          options={[
+            ["default", `Prefixed with ${d.name === "" ? "<name>" : d.name}/ (default)`],
+            ["custom", "Prefixed with a prefix of my own"],
+            ["none", "No prefix (names must not clash with other tools)"]
+          ]}
+          onChange={set("prefixMode")}
+          hint="How clients see this server's tools"
+        />
+      )}
+      {d.kind === "mcp" && d.prefixMode === "custom" && (
+        <TextField
+          label="Tool prefix"
+          value={d.prefix}
+          onInput={set("prefix")}
+          required
+          hint="Put before each upstream tool's name, e.g. gh_ or github."
+          error={fieldError("toolPrefix")}
+        />
+      )}
       <TextField label="Description" value={d.description} onInput={set("description")} />
       <SelectField
         label="Auth scheme"
@@ -225,7 +259,20 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
         onChange={set("scheme")}
       />
       {d.scheme !== "none" && (
-        <TextField label="Secret name" value={d.secret} onInput={set("secret")} error={fieldError("auth")} />
+        <SelectField
+          label="Secret"
+          value={d.secret}
+          options={[
+            ["", "(choose a secret)"],
+            ...secrets.map((n) => [n, n] as const),
+            ...(d.secret !== "" && !secrets.includes(d.secret) ? [[d.secret, `${d.secret} (not found)`] as const] : [])
+          ]}
+          onChange={set("secret")}
+          hint={secrets.length === 0
+            ? "No secrets yet: add one under Settings first (the credential is sent from it)"
+            : "The credential sent upstream; secrets are set under Settings"}
+          error={fieldError("auth")}
+        />
       )}
       {d.scheme === "header" && <TextField label="Header name" value={d.header} onInput={set("header")} />}
       {d.scheme === "basic" && <TextField label="Username" value={d.username} onInput={set("username")} />}
@@ -247,6 +294,30 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
   )
 }
 
+interface TestResult {
+  readonly ok: boolean
+  readonly detail: string
+  /** The HTTP status a REST base URL answered. */
+  readonly status?: number
+}
+
+/** A test's verdict, coloured: an answer of 4xx or 5xx is reachable, but not a success. */
+const TestOutcome = (props: { result: TestResult | "running"; name: string }) => {
+  const r = props.result
+  const [tone, word] = r === "running"
+    ? ["", "Testing…"]
+    : !r.ok
+    ? ["bad", "Failed"]
+    : r.status !== undefined && r.status >= 400
+    ? ["warn", "Reachable, but not a success"]
+    : ["good", "OK"]
+  return (
+    <div role="status" data-testid={`test-${props.name}`} class={`outcome ${tone}`} data-outcome={tone}>
+      {r === "running" ? word : `${word}: ${tone === "warn" ? r.detail.replace(/^reachable: /, "") : r.detail}`}
+    </div>
+  )
+}
+
 export const Connections = () => {
   const connections = useResource("connections", () => listAll<any>("connections"))
   const breakers = useResource("breakers", async () => {
@@ -255,14 +326,14 @@ export const Connections = () => {
   })
   const upstreams = useResource("upstreams", () => request<{ items: Array<any> }>("GET", "upstreams"))
   const [editing, setEditing] = useState<any | "new" | undefined>(undefined)
-  const [tests, setTests] = useState<Record<string, { ok: boolean; detail: string } | "running">>({})
+  const [tests, setTests] = useState<Record<string, TestResult | "running">>({})
   const action = useAction()
   const stateOf = (name: string) => breakers.data?.find((b: any) => b.connection === name)?.state ?? "closed"
   const remove = (c: any) => confirmedDelete(action, `Delete connection ${c.name} and its endpoints?`, "connections", c)
   const upstreamOf = (c: any) => upstreams.data?.items.find((u) => u.connectionId === c.id)
   const test = async (c: any) => {
     setTests((t) => ({ ...t, [c.id]: "running" }))
-    const result = await request<{ ok: boolean; detail: string }>("POST", `connections/${c.id}/test`).catch((
+    const result = await request<TestResult>("POST", `connections/${c.id}/test`).catch((
       e: Error
     ) => ({ ok: false, detail: e.message }))
     setTests((t) => ({ ...t, [c.id]: result }))
@@ -318,13 +389,7 @@ export const Connections = () => {
                   )}
                 </div>
               )}
-              {tests[c.id] !== undefined && (
-                <div role="status" data-testid={`test-${c.name}`}>
-                  {tests[c.id] === "running"
-                    ? "Testing…"
-                    : `${(tests[c.id] as any).ok ? "OK" : "Failed"}: ${(tests[c.id] as any).detail}`}
-                </div>
-              )}
+              {tests[c.id] !== undefined && <TestOutcome result={tests[c.id]!} name={c.name} />}
             </td>
             <td class="buttons">
               <RowButton verb="Test" name={c.name} class="secondary" onClick={() => test(c)} />

@@ -1,26 +1,33 @@
 /** Client and admin tokens: create (the token is shown once), scopes, revoke. */
-import { useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
+import { MultiPick, useServerNames, useToolNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
 import { confirmedWrite, DataTable, RowButton } from "../tables.tsx"
-import { CardForm, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
+import { toast } from "../toast.tsx"
+import { rememberClientToken } from "../tryToken.tsx"
+import { CardForm, CopyButton, ErrorBox, Page, TextField, time, useAction } from "../ui.tsx"
 
-const list = (s: string) => {
-  const items = s.split(",").map((x) => x.trim()).filter((x) => x !== "")
-  return items.length === 0 ? null : items
-}
+const list = (items: ReadonlyArray<string>) => items.length === 0 ? null : items
 
-const ShownOnce = (props: { token: string; onClose: () => void }) => (
-  <div class="card shown-once" role="alert">
-    <h2>Copy this token now</h2>
-    <p>It is shown once: Janus stores only its hash.</p>
-    <pre data-testid="new-token" tabIndex={0}>{props.token}</pre>
-    <div class="buttons">
-      <button type="button" onClick={() => void navigator.clipboard?.writeText(props.token)}>Copy</button>
-      <button type="button" class="secondary" onClick={props.onClose}>Done</button>
+const ShownOnce = (props: { token: string; onClose: () => void }) => {
+  const pre = useRef<HTMLPreElement>(null)
+  useEffect(() => {
+    pre.current?.scrollIntoView({ block: "center" })
+    pre.current?.focus()
+  }, [props.token])
+  return (
+    <div class="card shown-once" role="alert">
+      <h2>Copy this token now</h2>
+      <p>It is shown once: Janus stores only its hash.</p>
+      <pre data-testid="new-token" tabIndex={0} ref={pre}>{props.token}</pre>
+      <div class="buttons">
+        <CopyButton text={props.token} label="Copy token" />
+        <button type="button" class="secondary" onClick={props.onClose}>Done</button>
+      </div>
     </div>
-  </div>
-)
+  )
+}
 
 /** A token's name and the prefix it is recognised by (the rest is never shown again). */
 const TokenNameCells = (props: { token: any }) => (
@@ -36,8 +43,10 @@ export const Tokens = () => {
   const clients = useResource("client-tokens", () => listAll<any>("client-tokens"))
   const admins = useResource("admin-tokens", () => listAll<any>("admin-tokens"))
   const [name, setName] = useState("")
-  const [tools, setTools] = useState("")
-  const [servers, setServers] = useState("")
+  const [tools, setTools] = useState<Array<string>>([])
+  const [servers, setServers] = useState<Array<string>>([])
+  const toolNames = useToolNames()
+  const serverNames = useServerNames()
   const [expires, setExpires] = useState("")
   const [adminName, setAdminName] = useState("")
   const [shown, setShown] = useState<string | undefined>(undefined)
@@ -54,9 +63,14 @@ export const Tokens = () => {
         }
       })
     )
-    if (created !== undefined) {
+    if (created === undefined) toast("error", "Client token not created: see the message above the form")
+    else {
+      toast("success", `Created client token ${name}`)
+      rememberClientToken(name, created.token)
       setShown(created.token)
       setName("")
+      setTools([])
+      setServers([])
       refresh("client-tokens")
     }
   }
@@ -64,6 +78,7 @@ export const Tokens = () => {
     e.preventDefault()
     const created = await action.run(() => request("POST", "admin-tokens", { body: { name: adminName } }))
     if (created !== undefined) {
+      toast("success", `Created admin token ${adminName}`)
       setShown(created.token)
       setAdminName("")
       refresh("admin-tokens")
@@ -74,7 +89,8 @@ export const Tokens = () => {
       action,
       `Revoke ${t.name}? Calls with it are refused at once.`,
       kind,
-      () => request("POST", `${kind}/${t.id}/revoke`)
+      () => request("POST", `${kind}/${t.id}/revoke`),
+      `Revoked ${t.name}`
     )
   const revokeButton = (kind: string, t: any) =>
     t.revokedAt === null && <RowButton verb="Revoke" name={t.name} class="danger" onClick={() => revoke(kind, t)} />
@@ -87,15 +103,36 @@ export const Tokens = () => {
         onSubmit={create}
         buttons={<button type="submit" disabled={action.busy}>Create client token</button>}
       >
-        <TextField label="Name" value={name} onInput={setName} required />
-        <TextField label="Allowed tools" value={tools} onInput={setTools} hint="Comma separated; empty: all tools" />
         <TextField
-          label="Allowed virtual servers"
-          value={servers}
-          onInput={setServers}
-          hint="Comma separated; empty: all"
+          label="Name"
+          value={name}
+          onInput={setName}
+          required
+          hint="Any text up to 128 characters; shown in the audit log"
         />
-        <TextField label="Expires at" value={expires} onInput={setExpires} type="datetime-local" />
+        <MultiPick
+          label="Allowed tools"
+          options={toolNames}
+          value={tools}
+          onChange={setTools}
+          hint="None chosen: every tool"
+          testId="token-tools"
+        />
+        <MultiPick
+          label="Allowed virtual servers"
+          options={serverNames}
+          value={servers}
+          onChange={setServers}
+          hint="None chosen: every virtual server"
+          testId="token-servers"
+        />
+        <TextField
+          label="Expires at"
+          value={expires}
+          onInput={setExpires}
+          type="datetime-local"
+          hint="Empty: never expires"
+        />
       </CardForm>
       <h2>Client tokens</h2>
       <DataTable

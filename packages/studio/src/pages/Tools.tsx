@@ -4,12 +4,13 @@
  * from the tool's input schema. A try goes through `/mcp` with a client
  * token, i.e. the real hot path: it is limited, audited and shows up live.
  */
-import { useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { callTool, listAll, listTools } from "../api.ts"
 import { emptyEndpointDraft, endpointBody, type EndpointDraft, endpointDraftOf } from "../drafts.ts"
 import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
 import { useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
+import { TokenChooser } from "../tryToken.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
 
 const CLIENT_TOKEN_KEY = "janus.studio.clientToken"
@@ -29,6 +30,7 @@ const EndpointForm = (
   }
   return (
     <CardForm
+      focus
       label={props.editing ? `Edit ${props.editing.name}` : "New endpoint"}
       onSubmit={submit}
       error={action.error}
@@ -127,6 +129,13 @@ const TryTool = (props: { tool: { name: string; inputSchema?: unknown }; token: 
   const [errors, setErrors] = useState<Record<string, string>>({})
   const [result, setResult] = useState<unknown>(undefined)
   const action = useAction()
+  const shown = useRef<HTMLDivElement>(null)
+  // the result (or the error) may open below the fold: scroll to it and move focus there, so it is seen and read
+  useEffect(() => {
+    if (result === undefined && action.error === undefined) return
+    shown.current?.scrollIntoView({ block: "nearest" })
+    shown.current?.focus()
+  }, [result, action.error])
   const submit = async (e: Event) => {
     e.preventDefault()
     const parsed = argumentsOf(fields, values)
@@ -154,13 +163,18 @@ const TryTool = (props: { tool: { name: string; inputSchema?: unknown }; token: 
       <div class="buttons">
         <button type="submit" disabled={action.busy}>Call {props.tool.name}</button>
       </div>
-      <ErrorBox error={action.error} />
-      {result !== undefined && (
-        <div>
-          <h3>Result{(result as any)?.isError ? " (tool error)" : ""}</h3>
-          <pre data-testid="tool-result" tabIndex={0}>{JSON.stringify(result, null, 2)}</pre>
-        </div>
-      )}
+      <div ref={shown} tabIndex={-1} class="result-box" data-testid="try-outcome">
+        <ErrorBox error={action.error} />
+        {result !== undefined && (
+          <div
+            class={(result as any)?.isError ? "result tool-error" : "result"}
+            role={(result as any)?.isError ? "alert" : undefined}
+          >
+            <h3>{(result as any)?.isError ? "Tool error: the tool ran and reported a failure" : "Result"}</h3>
+            <pre data-testid="tool-result" tabIndex={0}>{JSON.stringify(result, null, 2)}</pre>
+          </div>
+        )}
+      </div>
     </form>
   )
 }
@@ -169,7 +183,6 @@ export const Tools = () => {
   const endpoints = useResource("endpoints", () => listAll<any>("endpoints"))
   const connections = useResource("connections", () => listAll<any>("connections"))
   const [token, setTokenState] = useState(() => sessionStorage.getItem(CLIENT_TOKEN_KEY) ?? "")
-  const [tokenDraft, setTokenDraft] = useState(token)
   const tools = useResource(
     `tools/${token === "" ? "-" : token.slice(0, 12)}`,
     async () => token === "" ? undefined : listTools(token)
@@ -178,10 +191,9 @@ export const Tools = () => {
   const [trying, setTrying] = useState<any>(undefined)
   const action = useAction()
   const names = new Map((connections.data ?? []).map((c) => [c.id, c.name]))
-  const useToken = (e: Event) => {
-    e.preventDefault()
-    sessionStorage.setItem(CLIENT_TOKEN_KEY, tokenDraft.trim())
-    setTokenState(tokenDraft.trim())
+  const useToken = (chosen: string) => {
+    sessionStorage.setItem(CLIENT_TOKEN_KEY, chosen)
+    setTokenState(chosen)
     setTrying(undefined)
   }
   const remove = (ep: any) => confirmedDelete(action, `Delete endpoint ${ep.name}?`, "endpoints", ep)
@@ -222,16 +234,7 @@ export const Tools = () => {
         )}
       </DataTable>
       <h2>Tools as a client sees them</h2>
-      <form class="inline" onSubmit={useToken} aria-label="Client token for trying tools">
-        <TextField
-          label="Client token"
-          type="password"
-          value={tokenDraft}
-          onInput={setTokenDraft}
-          hint="Tools are listed and tried through /mcp with this client token (kept in this tab only)"
-        />
-        <button type="submit">Use token</button>
-      </form>
+      <TokenChooser current={token} onUse={useToken} />
       <ErrorBox error={tools.error} />
       <DataTable testId="tools" columns={["Tool", "Description", "Actions"]} rows={tools.data} rowKey={(t) => t.name}>
         {(t) => (

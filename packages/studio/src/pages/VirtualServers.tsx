@@ -2,14 +2,17 @@
 import { useState } from "preact/hooks"
 import { listAll } from "../api.ts"
 import { emptyServerDraft, serverBody, type ServerDraft, serverDraftOf } from "../drafts.ts"
+import { MultiPick, useToolNames } from "../pickers.tsx"
+import { McpEndpoint } from "../snippets.tsx"
 import { useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
-import { CardForm, ErrorBox, Page, TextField, useAction } from "../ui.tsx"
+import { CardForm, ErrorBox, NAME_RULE, Page, TextField, useAction } from "../ui.tsx"
 
 /** The create form, always on the page; an edit takes its place until saved or cancelled. */
 const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => void }) => {
   const [d, setD] = useState(props.initial)
   const action = useSave("virtual-servers", props.editing)
+  const tools = useToolNames()
   const set = (k: keyof ServerDraft) => (v: string) => setD({ ...d, [k]: v })
   const submit = async (e: Event) => {
     e.preventDefault()
@@ -17,6 +20,7 @@ const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => 
   }
   return (
     <CardForm
+      focus={props.editing !== undefined}
       label={props.editing ? `Edit ${props.editing.name}` : "New virtual server"}
       onSubmit={submit}
       error={action.error}
@@ -29,9 +33,22 @@ const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => 
         )
         : <button type="submit" disabled={action.busy}>Create virtual server</button>}
     >
-      <TextField label="Name" value={d.name} onInput={set("name")} required />
+      <TextField
+        label="Name"
+        value={d.name}
+        onInput={set("name")}
+        required
+        hint={`${NAME_RULE}; its URL is /servers/{name}/mcp`}
+      />
       <TextField label="Description" value={d.description} onInput={set("description")} />
-      <TextField label="Tools" value={d.tools} onInput={set("tools")} hint="Tool names, comma separated" />
+      <MultiPick
+        label="Tools"
+        options={tools}
+        value={d.tools.split(",").map((t) => t.trim()).filter((t) => t !== "")}
+        onChange={(v) => setD({ ...d, tools: v.join(", ") })}
+        hint="Endpoints, or every tool of an upstream MCP server (<connection>/*)"
+        testId="server-tools"
+      />
     </CardForm>
   )
 }
@@ -67,7 +84,7 @@ export const VirtualServers = () => {
           <>
             <td>{s.name}</td>
             <td>
-              <code>/servers/{s.name}/mcp</code>
+              <McpEndpoint path={`/servers/${s.name}/mcp`} name={s.name} testId={`mcp-url-${s.name}`} />
             </td>
             <td>{s.tools.join(", ")}</td>
             <td class="buttons">

@@ -1,0 +1,94 @@
+/**
+ * Audit rows in the page: token names for callers (see audit.ts), a call's
+ * details, and the export of the filtered rows. Nothing here changes what is
+ * stored: arguments are shown only when the record holds them.
+ */
+import { useEffect, useRef } from "preact/hooks"
+import { listAll, request } from "./api.ts"
+import { callerOf } from "./audit.ts"
+import { useResource } from "./store.ts"
+import { time } from "./ui.tsx"
+
+/** `token:<id>` → the token's name, for client and admin tokens. */
+export const useTokenNames = (): ReadonlyMap<string, string> => {
+  const clients = useResource("client-tokens", () => listAll<any>("client-tokens"))
+  const admins = useResource("admin-tokens", () => listAll<any>("admin-tokens"))
+  return new Map([...(clients.data ?? []), ...(admins.data ?? [])].map((t) => [`token:${t.id}`, t.name as string]))
+}
+
+const bytes = (n: unknown) => typeof n === "number" ? `${n} B` : "—"
+
+/** One call's record, in full. */
+export const CallDetail = (props: { row: any; caller: string; onClose: () => void }) => {
+  const { row } = props
+  const box = useRef<HTMLElement>(null)
+  useEffect(() => {
+    box.current?.scrollIntoView({ block: "nearest" })
+    box.current?.focus()
+  }, [row])
+  const items: Array<[string, preact.ComponentChildren]> = [
+    ["Time", time(row.at)],
+    ["Tool", row.tool],
+    ["Outcome", row.outcome],
+    ["Caller", `${props.caller}${props.caller === row.identity ? "" : ` (${row.identity})`}`],
+    ["Connection", row.connection ?? "—"],
+    ["Upstream status", row.status ?? "— (no upstream answer)"],
+    ["Request id", row.requestId ?? "— (not recorded)"],
+    ["Trace id", row.traceId ?? "—"],
+    ["Duration", `${row.durationMs} ms`],
+    ["Bytes in / out", `${bytes(row.bytesIn)} / ${bytes(row.bytesOut)}`],
+    ["Redactions", String(row.redactions ?? 0)],
+    ["Error", row.error ?? row.errorMessage ?? (row.outcome === "ok" ? "—" : "— (no text recorded)")]
+  ]
+  return (
+    <section
+      class="card detail"
+      aria-label={`Call ${row.id ?? ""} details`}
+      tabIndex={-1}
+      ref={box}
+      data-testid="call-detail"
+    >
+      <div class="page-head">
+        <h2>Call {row.id === undefined ? "(live)" : `#${row.id}`}: {row.tool}</h2>
+        <button type="button" class="secondary" onClick={props.onClose}>Close</button>
+      </div>
+      <dl>
+        {items.map(([k, v]) => (
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </div>
+        ))}
+      </dl>
+      <h3>Arguments (as stored)</h3>
+      {row.arguments === undefined || row.arguments === null
+        ? <p class="hint">Not stored: the audit log keeps sizes and counts only ({bytes(row.bytesIn)} in).</p>
+        : <pre tabIndex={0}>{JSON.stringify(row.arguments, null, 2)}</pre>}
+    </section>
+  )
+}
+
+/** Every stored row matching `query` (at most 10 pages of 500), with its caller named. */
+export const exportRows = async (query: URLSearchParams, names: ReadonlyMap<string, string>) => {
+  const rows: Array<any> = []
+  let cursor: string | null = null
+  for (let i = 0; i < 10; i++) {
+    const q = new URLSearchParams(query)
+    q.set("limit", "500")
+    if (cursor !== null) q.set("cursor", cursor)
+    const page: { items: Array<any>; nextCursor: string | null } = await request("GET", `audit?${q}`)
+    rows.push(...page.items.map((r) => ({ ...r, caller: callerOf(r, names) })))
+    cursor = page.nextCursor
+    if (cursor === null) break
+  }
+  return rows
+}
+
+export const download = (name: string, type: string, body: string) => {
+  const url = URL.createObjectURL(new Blob([body], { type }))
+  const link = document.createElement("a")
+  link.href = url
+  link.download = name
+  link.click()
+  setTimeout(() => URL.revokeObjectURL(url), 0)
+}
