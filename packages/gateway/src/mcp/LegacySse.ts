@@ -181,7 +181,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         const capabilities = message.params?.capabilities
         session.clientCapabilities = isObject(capabilities) ? capabilities : {}
         const version = isStatefulVersion(requested) ? requested : LATEST_STATEFUL_VERSION
-        return yield* send(encodeResult(message.id, dispatcher.initializeResult(version)))
+        return yield* send(encodeResult(message.id, (yield* dispatcher.initializeResult(version, session.caller))))
       }
       if (message.method === "logging/setLevel") {
         const level = ClientRelay.requestedLevel(message.params)

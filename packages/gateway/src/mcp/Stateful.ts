@@ -231,7 +231,8 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     }
     const created = yield* Effect.exit(store.create(session))
     if (Exit.isFailure(created)) return HttpReply.error(message.id, storeUnavailable)
-    return HttpReply.json(encodeResult(message.id, dispatcher.initializeResult(version)), 200, sessionHeaders(session))
+    const result = yield* dispatcher.initializeResult(version, caller)
+    return HttpReply.json(encodeResult(message.id, result), 200, sessionHeaders(session))
   })
 
   // -------------------------------------------------------------------------
