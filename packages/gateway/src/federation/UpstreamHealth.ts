@@ -30,6 +30,20 @@ export interface UpstreamStatus {
   /** The negotiated protocol revision while connected. */
   readonly protocolVersion: string | undefined
   readonly toolCount: number
+  /** Resources and resource templates the upstream lists. */
+  readonly resourceCount: number
+  readonly promptCount: number
+  /**
+   * URIs, templates and prompt names this upstream shares with another
+   * upstream in one view (`/mcp` or a virtual server); see
+   * `FeatureNames.ts` for how both stay reachable.
+   */
+  readonly collisions: ReadonlyArray<{
+    readonly kind: "resource" | "resourceTemplate" | "prompt"
+    readonly name: string
+    readonly connections: ReadonlyArray<string>
+    readonly view: string
+  }>
   /**
    * The change channel while connected: `open` (list changes are notified),
    * `opening`, or `closed` (none offered, or failed: lists are polled every
