@@ -28,6 +28,7 @@ import * as SharedBreakerStore from "./egress/SharedBreakerStore.ts"
 import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, HeldCalls, UpstreamHealth, VirtualServers } from "./federation/index.ts"
+import { Features } from "./mcp/Features.ts"
 import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import { HealthRoutes } from "./http/Health.ts"
 import * as HostCheck from "./http/HostCheck.ts"
@@ -131,6 +132,7 @@ export const services: Layer.Layer<
   | ToolCatalog.ToolCatalog
   | ListChanged.ListChangedSignals
   | UpstreamHealth
+  | Features
   | Sessions.McpSessionStore
   | Cancellations.CallCancellations
   | Guard.McpGuard
@@ -157,6 +159,8 @@ export const services: Layer.Layer<
     // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
     // unscoped catalog along)
     Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth)),
+    // the upstreams' resources, prompts and completion, served by the MCP endpoint beside the tools
+    Layer.effect(Features, Effect.service(Features)),
     // and its changes as `upstream` signals, so Studio shows the state live
     ChangeSignals.AnnounceUpstreamChanges
   ).pipe(Layer.provide(
