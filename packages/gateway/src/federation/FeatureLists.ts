@@ -17,8 +17,8 @@
  */
 import { Effect } from "effect"
 import type { UpstreamError } from "./Errors.ts"
-import type { UpstreamSession } from "./UpstreamClient.ts"
 import type { Params } from "./upstream/Wire.ts"
+import type { UpstreamSession } from "./UpstreamClient.ts"
 
 export interface FeatureLists {
   readonly resources: ReadonlyArray<Params>

@@ -18,8 +18,8 @@ import {
   unqualify
 } from "./FeatureNames.ts"
 import { exposedName, ORIGIN_META } from "./ToolNames.ts"
-import type { Upstream } from "./UpstreamPool.ts"
 import type { Params } from "./upstream/Wire.ts"
+import type { Upstream } from "./UpstreamPool.ts"
 
 /** Where a served name goes: the upstream, its own name (or URI), and the guard's label. */
 export interface RouteTarget {

@@ -43,6 +43,7 @@ import { type ChangeFeed, ConfigCache, type SecretCache } from "@janus/storage"
 import { Context, Duration, Effect, Layer, Option, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
 import type { EgressPolicy } from "../egress/EgressPolicy.ts"
+import { Features } from "../mcp/Features.ts"
 import { invalidInputRequired } from "../mcp/InputRequired.ts"
 import { Meta } from "../mcp/Protocol.ts"
 import { UpstreamRelay } from "../mcp/Relay.ts"
@@ -57,7 +58,6 @@ import {
   ToolCatalog,
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
-import { Features } from "../mcp/Features.ts"
 import { toCallError, UpstreamError } from "./Errors.ts"
 import * as FederatedFeatures from "./FederatedFeatures.ts"
 import { HeldCalls } from "./HeldCalls.ts"

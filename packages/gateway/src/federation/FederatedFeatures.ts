@@ -44,8 +44,8 @@ import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { Redactor } from "../redaction/index.ts"
 import { type UpstreamError } from "./Errors.ts"
 import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureView.ts"
-import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
 import type { Params } from "./upstream/Wire.ts"
+import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
 
 const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -111,26 +111,27 @@ export const make = Effect.fnUntraced(function*(
       return computed
     })
 
-  const failure = (label: string, u: Upstream) => (error: UpstreamError): Effect.Effect<never, ProtocolError | ToolCallRefused> => {
-    if (error.kind === "rpc") {
-      return Effect.fail(
-        new ProtocolError({
-          code: error.code ?? -32603,
-          message: error.detail,
-          ...(error.data === undefined ? {} : { data: error.data }),
-          status: 200
-        })
-      )
+  const failure =
+    (label: string, u: Upstream) => (error: UpstreamError): Effect.Effect<never, ProtocolError | ToolCallRefused> => {
+      if (error.kind === "rpc") {
+        return Effect.fail(
+          new ProtocolError({
+            code: error.code ?? -32603,
+            message: error.detail,
+            ...(error.data === undefined ? {} : { data: error.data }),
+            status: 200
+          })
+        )
+      }
+      const refusal = new ToolCallRefused({
+        name: label,
+        reason: error.kind === "timeout" ? "timeout" : error.kind === "refused" ? "denied" : "unavailable",
+        detail: error.message
+      })
+      return error.kind === "unavailable" || error.kind === "timeout"
+        ? Effect.andThen(u.refresh(), Effect.fail(refusal))
+        : Effect.fail(refusal)
     }
-    const refusal = new ToolCallRefused({
-      name: label,
-      reason: error.kind === "timeout" ? "timeout" : error.kind === "refused" ? "denied" : "unavailable",
-      detail: error.message
-    })
-    return error.kind === "unavailable" || error.kind === "timeout"
-      ? Effect.andThen(u.refresh(), Effect.fail(refusal))
-      : Effect.fail(refusal)
-  }
 
   const redact = (result: Params, field: string) =>
     Effect.gen(function*() {
@@ -190,7 +191,11 @@ export const make = Effect.fnUntraced(function*(
       return result
     })
 
-  const subscription = (caller: Caller, target: RouteTarget, subscribe: boolean): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
+  const subscription = (
+    caller: Caller,
+    target: RouteTarget,
+    subscribe: boolean
+  ): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
     Effect.suspend(() => {
       const u = target.upstream
       const key = `${u.connection.name}\u0000${target.name}`
@@ -277,8 +282,7 @@ export const make = Effect.fnUntraced(function*(
 
   const features = Features.of({
     capabilities,
-    list: (caller, kind) =>
-      Effect.andThen(pool().awaitFirst, Effect.map(view(caller), (v) => v.lists[kind])),
+    list: (caller, kind) => Effect.andThen(pool().awaitFirst, Effect.map(view(caller), (v) => v.lists[kind])),
     route,
     changes: Stream.fromPubSub(changes),
     updates: Stream.unwrap(Effect.sync(() => Stream.map(pool().updates, (update) => update.uri)))

@@ -21,8 +21,7 @@ import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
 
 /** `kind` + the last key of the page. */
-export const encode = (kind: string, lastKey: string): string =>
-  Base64Url.encode(JSON.stringify([kind, lastKey]))
+export const encode = (kind: string, lastKey: string): string => Base64Url.encode(JSON.stringify([kind, lastKey]))
 
 /** The last key of the previous page, or `undefined` when `cursor` is not one of `kind`'s. */
 export const decode = (kind: string, cursor: unknown): string | undefined => {

@@ -17,6 +17,12 @@
  * - Results pass through as the upstream gave them; 2026-07-28 ones get
  *   `resultType: "complete"` and the gateway's `serverInfo` `_meta` (an
  *   upstream's `ttlMs` / `cacheScope` are kept).
+ * - `prompts` and `resources` are always declared (with `listChanged`): the
+ *   lists exist even while empty (an upstream may bring items at any time),
+ *   and a server that answers a method must declare its capability
+ *   (2026-07-28 `server/discover`); `resources.subscribe` and `completions`
+ *   only when an upstream in the caller's view offers them.
+ *   `completion/complete` without one is Method not found.
  * - `params.uri` and `params.name` must be strings (any string: NUL and lone
  *   surrogates included, they are only compared and relayed): otherwise
  *   Invalid Params naming the value.
@@ -24,9 +30,9 @@
  * @since 0.1.0
  */
 import { Effect, Option } from "effect"
-import type { CallContext } from "./Dispatcher.ts"
-import { type FeatureKind, Features, ROUTED_METHODS } from "./Features.ts"
 import * as Cursor from "./Cursor.ts"
+import type { CallContext } from "./Dispatcher.ts"
+import { type FeatureCapabilities, type FeatureKind, Features, ROUTED_METHODS } from "./Features.ts"
 import type { McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode } from "./Protocol.ts"
@@ -186,7 +192,8 @@ export const make = (
           Effect.fail(
             new ProtocolError({
               code: ErrorCode.internalError,
-              message: `Internal error during ${method} of '${route.label}'; the gateway logged the cause, retry or report it`,
+              message:
+                `Internal error during ${method} of '${route.label}'; the gateway logged the cause, retry or report it`,
               status: 200
             })
           )
@@ -196,6 +203,31 @@ export const make = (
     return encode(result, context.stateless)
   })
 
+  const capabilityOf = (method: string): "resources" | "prompts" | "completions" =>
+    method.startsWith("resources/") ? "resources" : method.startsWith("prompts/") ? "prompts" : "completions"
+
+  /** Runs `served` when the caller's view offers the method's capability, else Method not found. */
+  const offered = (
+    context: CallContext,
+    method: string,
+    served: Effect.Effect<ResultJson, ProtocolError>
+  ): Effect.Effect<ResultJson, ProtocolError> =>
+    method !== "completion/complete" ?
+      served :
+      Option.isNone(features) ?
+      methodNotFound(context, method) :
+      Effect.flatMap(
+        features.value.capabilities(context.caller),
+        (capabilities) => capabilities[capabilityOf(method)] === undefined ? methodNotFound(context, method) : served
+      )
+
+  const methodNotFound = (context: CallContext, method: string) =>
+    Effect.fail(ProtocolError.methodNotFound(
+      method,
+      context.stateless ? 404 : 200,
+      `is not served here: no upstream MCP server available to this caller offers ${capabilityOf(method)}`
+    ))
+
   return {
     /** The method's result, or `undefined` when it is not one of these methods. */
     dispatch: (
@@ -203,11 +235,18 @@ export const make = (
       method: string,
       params: Readonly<Record<string, unknown>> | undefined
     ): Effect.Effect<ResultJson, ProtocolError> | undefined =>
-      method in LISTS ? list(context, method, params) : ROUTED_METHODS.has(method)
-        ? routed(context, method, params)
+      method in LISTS ? offered(context, method, list(context, method, params)) : ROUTED_METHODS.has(method)
+        ? offered(context, method, routed(context, method, params))
         : undefined,
-    /** Capabilities of the caller's view. */
-    capabilities: (context: CallContext["caller"]) =>
-      Option.isSome(features) ? features.value.capabilities(context) : Effect.succeed({})
+    /** Capabilities of the caller's view (`prompts` and `resources` always, see the rules). */
+    capabilities: (caller: CallContext["caller"]) =>
+      Effect.map(
+        Option.isSome(features) ? features.value.capabilities(caller) : Effect.succeed<FeatureCapabilities>({}),
+        (offered): Record<string, unknown> => ({
+          ...offered,
+          prompts: { listChanged: true },
+          resources: { ...offered.resources, listChanged: true }
+        })
+      )
   }
 }

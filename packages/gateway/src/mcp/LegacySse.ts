@@ -30,10 +30,10 @@ import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "eff
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
+import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
 import { classify, encodeError, encodeNotification, encodeProgress, encodeResult, ProtocolError } from "./JsonRpc.ts"
-import { Features } from "./Features.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
 import { accepts, ErrorCode, Header, isStatefulVersion, LATEST_STATEFUL_VERSION, mediaTypeEssence } from "./Protocol.ts"
 import { newSessionId } from "./Sessions.ts"
@@ -129,7 +129,9 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           Stream.map(features.value.changes, (kind) =>
             Sse.named("message", encodeNotification(`notifications/${kind}/list_changed`))),
           features.value.updates.pipe(
-            Stream.filter((uri) => session.subscribed.has(uri)),
+            Stream.filter((uri) =>
+              session.subscribed.has(uri)
+            ),
             Stream.map((uri) =>
               Sse.named("message", encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
             )
@@ -198,7 +200,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         const capabilities = message.params?.capabilities
         session.clientCapabilities = isObject(capabilities) ? capabilities : {}
         const version = isStatefulVersion(requested) ? requested : LATEST_STATEFUL_VERSION
-        return yield* send(encodeResult(message.id, (yield* dispatcher.initializeResult(version, session.caller))))
+        return yield* send(encodeResult(message.id, yield* dispatcher.initializeResult(version, session.caller)))
       }
       if (message.method === "logging/setLevel") {
         const level = ClientRelay.requestedLevel(message.params)

@@ -69,6 +69,7 @@ import type { Caller } from "./Caller.ts"
 import * as Cancellations from "./Cancellations.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
+import { Features } from "./Features.ts"
 import { type AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -81,7 +82,6 @@ import {
   ProtocolError,
   type RequestId
 } from "./JsonRpc.ts"
-import { Features } from "./Features.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
 import {
   acceptsBatches,

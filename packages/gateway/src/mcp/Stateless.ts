@@ -42,6 +42,7 @@ import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher, type HeaderBinding, isKnownMethod } from "./Dispatcher.ts"
+import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
   encodeError,
@@ -53,7 +54,6 @@ import {
   type RequestId,
   type ResultJson
 } from "./JsonRpc.ts"
-import { Features } from "./Features.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
 import {
   decodeHeaderValue,

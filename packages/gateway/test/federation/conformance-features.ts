@@ -30,7 +30,11 @@ export const registerFeatures = (server: Registrar, sdk: Sdk, tag = "") => {
     description: "A static text resource",
     mimeType: "text/plain"
   }, async (uri: URL) => ({
-    contents: [{ uri: uri.href, mimeType: "text/plain", text: `This is the content of the static text resource.${tag}` }]
+    contents: [{
+      uri: uri.href,
+      mimeType: "text/plain",
+      text: `This is the content of the static text resource.${tag}`
+    }]
   }))
   server.registerResource("static-binary", "test://static-binary", {
     description: "A static binary resource",
@@ -61,8 +65,10 @@ export const registerFeatures = (server: Registrar, sdk: Sdk, tag = "") => {
   server.registerPrompt("test_prompt_with_arguments", {
     description: "A prompt with arguments",
     argsSchema: {
-      arg1: sdk.completable(z.string().describe("First test argument"), (value) =>
-        CITIES.filter((city) => city.startsWith(value))),
+      arg1: sdk.completable(
+        z.string().describe("First test argument"),
+        (value) => CITIES.filter((city) => city.startsWith(value))
+      ),
       arg2: z.string().describe("Second test argument")
     }
   }, async ({ arg1, arg2 }: { arg1: string; arg2: string }) => ({
