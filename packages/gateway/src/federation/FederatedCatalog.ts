@@ -205,8 +205,9 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
     return PubSub.publish(toolChanges, undefined)
   })
 
-  let poolRef: UpstreamPool.UpstreamPool | undefined
-  const featured = yield* FederatedFeatures.make(() => poolRef!, yield* ConfigCache)
+  // the features read the pool lazily: the pool signals changes from its own fibers before `make` returns
+  const holder: { pool?: UpstreamPool.UpstreamPool } = {}
+  const featured = yield* FederatedFeatures.make(() => holder.pool!, yield* ConfigCache)
   const pool = yield* UpstreamPool.make(options, (kind) =>
     kind === "tools"
       ? Effect.asVoid(rebuild)
@@ -216,7 +217,7 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
         Effect.andThen(featured.changed("resources"), featured.changed("prompts"))
       )
       : featured.changed(kind))
-  poolRef = pool
+  holder.pool = pool
   upstreams = pool.upstreams
 
   const call: FederatedCatalog["Service"]["call"] = (caller, request) =>
