@@ -69,7 +69,7 @@ import type { Caller } from "./Caller.ts"
 import * as Cancellations from "./Cancellations.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
-import { Features } from "./Features.ts"
+import { Features, ROUTED_METHODS } from "./Features.ts"
 import { type AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -496,8 +496,10 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   ): Effect.Effect<Option.Option<string> | AdmissionRefused> =>
     Effect.gen(function*() {
       const message = classify(value)
-      // a tools/call is charged inside its guard, so that its refusal is audited
-      if (admitted !== undefined && !(message._tag === "Request" && message.method === "tools/call")) {
+      // a tools/call (resources/read, prompts/get, ...) is charged inside its guard, so that its refusal is audited
+      const guarded = message._tag === "Request" &&
+        (message.method === "tools/call" || ROUTED_METHODS.has(message.method))
+      if (admitted !== undefined && !guarded) {
         const charged = yield* Effect.result(admitted)
         if (charged._tag === "Failure") {
           return message._tag === "Request" || message._tag === "Invalid" ?

@@ -17,13 +17,13 @@
  * item listed and readable) within the poll interval.
  */
 import { assert, layer } from "@effect/vitest"
+import { AdminTokens, Connections } from "@janus/storage"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import {
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { AdminTokens, Connections } from "@janus/storage"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
@@ -193,7 +193,10 @@ layer(TestLayer, { timeout: 90_000, excludeTestServices: true })("change channel
         assert.include(yield* prompts, `${mode}/late_${mode}`)
         assert.include(yield* resources, `test://${mode}/late`)
         const got = yield* Effect.promise(() => client.getPrompt({ name: `${mode}/late_${mode}` }))
-        assert.deepStrictEqual(got.messages, [{ role: "user", content: { type: "text", text: `late_${mode} from ${mode}` } }])
+        assert.deepStrictEqual(got.messages, [{
+          role: "user",
+          content: { type: "text", text: `late_${mode} from ${mode}` }
+        }])
       }
       const statuses = yield* upstreams
       for (const mode of modes) assert.strictEqual(statuses[mode]!.state, "healthy")

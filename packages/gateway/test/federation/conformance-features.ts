@@ -59,6 +59,13 @@ export const registerFeatures = (server: Registrar, sdk: Sdk, tag = "") => {
       }]
     })
   )
+  // not a scenario's: a read that takes 1.5 s (concurrency tests)
+  server.registerResource("slow", "test://slow", { description: "Answers after 1.5 s", mimeType: "text/plain" }, async (
+    uri: URL
+  ) => {
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    return { contents: [{ uri: uri.href, mimeType: "text/plain", text: `slow${tag}` }] }
+  })
   server.registerPrompt("test_simple_prompt", { description: "A simple prompt without arguments" }, async () => ({
     messages: [{ role: "user", content: { type: "text", text: `This is a simple prompt for testing.${tag}` } }]
   }))

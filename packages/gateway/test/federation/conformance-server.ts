@@ -22,13 +22,13 @@ const WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** A fresh server (one per session). */
-export const makeServer = () => {
+/** A fresh server (one per session); `tag` ends its resource and prompt texts (to tell two apart). */
+export const makeServer = (tag = "") => {
   const server = new McpServer(
     { name: "conformance-upstream", version: "1.0.0" },
     { capabilities: { logging: {}, tools: {}, resources: { subscribe: true }, prompts: {}, completions: {} } }
   )
-  registerFeatures(server, { ResourceTemplate, completable } as never)
+  registerFeatures(server, { ResourceTemplate, completable } as never, tag)
   server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}))
   server.server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}))
   server.registerTool("test_simple_text", { description: "Returns simple text" }, async () => ({

@@ -29,8 +29,8 @@ export interface ConformanceUpstream {
 }
 
 /** Starts the upstream on an ephemeral loopback port (`/mcp`). */
-export const start = async (): Promise<ConformanceUpstream> => {
-  const { handle, sessions } = v1Sessions(makeServer)
+export const start = async (tag = ""): Promise<ConformanceUpstream> => {
+  const { handle, sessions } = v1Sessions(() => makeServer(tag))
   return serveMcp(handle, () => sessions.clear())
 }
 

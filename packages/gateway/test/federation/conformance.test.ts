@@ -144,7 +144,7 @@ class Upstream extends Context.Service<Upstream, ConformanceUpstream.Conformance
 
 const UpstreamLive = Layer.effect(
   Upstream,
-  Effect.acquireRelease(Effect.promise(ConformanceUpstream.start), (u) => Effect.promise(() => u.stop()))
+  Effect.acquireRelease(Effect.promise(() => ConformanceUpstream.start()), (u) => Effect.promise(() => u.stop()))
 )
 
 class SseUpstream extends Context.Service<SseUpstream, ConformanceUpstream.ConformanceUpstream>()(
