@@ -167,9 +167,11 @@ const main = async () => {
         const through = await measure(janusUrl, token, op, level)
         const key = `${op.label}\u0000${level}`
         results.set(key, [...(results.get(key) ?? []), { direct, janus: through }])
-        log(`round ${round + 1} ${op.label} c=${level}: direct p50 ${ms(direct.p50)} p99 ${ms(direct.p99)}; ` +
-          `janus p50 ${ms(through.p50)} p99 ${ms(through.p99)}; errors ${direct.errors}/${through.errors}` +
-          `${through.firstError === null ? "" : ` (${through.firstError})`}`)
+        log(
+          `round ${round + 1} ${op.label} c=${level}: direct p50 ${ms(direct.p50)} p99 ${ms(direct.p99)}; ` +
+            `janus p50 ${ms(through.p50)} p99 ${ms(through.p99)}; errors ${direct.errors}/${through.errors}` +
+            `${through.firstError === null ? "" : ` (${through.firstError})`}`
+        )
       }
     }
   }
@@ -193,7 +195,9 @@ const main = async () => {
   })
   console.log([
     `Date: ${new Date().toISOString()}, commit ${commit}`,
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ` +
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, ${
+      Math.round(totalmem() / 2 ** 30)
+    } GiB, Node ${process.version}, ` +
     `load average (1 min) ${load.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end`,
     `Command: BENCH_ROUNDS=${ROUNDS} BENCH_DURATION_MS=${DURATION} BENCH_WARMUP_MS=${WARMUP} BENCH_LEVELS=${
       LEVELS.join(",")

@@ -12,7 +12,9 @@ import { ClientTokens, Connections, Embedded } from "@janus/storage"
 import { Effect, Layer, Redacted } from "effect"
 
 const [home, upstream] = process.argv.slice(2)
-if (home === undefined || upstream === undefined) throw new Error("usage: seed-federated.ts <janus-home> <upstream-url>")
+if (home === undefined || upstream === undefined) {
+  throw new Error("usage: seed-federated.ts <janus-home> <upstream-url>")
+}
 
 const seed = Effect.gen(function*() {
   yield* (yield* Connections).create({

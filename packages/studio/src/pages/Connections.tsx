@@ -312,7 +312,8 @@ export const Connections = () => {
                   {upstreamOf(c)?.pid != null && ` · pid ${upstreamOf(c).pid}`}
                   {upstreamOf(c)?.collisions?.length > 0 && (
                     <div class="hint" data-testid={`collisions-${c.name}`}>
-                      shares {upstreamOf(c).collisions.map((x: { kind: string; name: string; view: string }) =>
+                      shares{" "}
+                      {upstreamOf(c).collisions.map((x: { kind: string; name: string; view: string }) =>
                         `${x.kind} ${x.name} (${x.view})`
                       ).join(", ")} with another upstream: see /api/v1/upstreams
                     </div>
