@@ -22,6 +22,9 @@
  * Environment: BENCH_ROUNDS (3), BENCH_DURATION_MS (3000), BENCH_WARMUP_MS (500),
  * BENCH_LEVELS (1,8).
  *
+ * Prints the table on stderr and, last on stdout, the JSON line
+ * `scripts/bench.ts` reads (`npm run bench federated`).
+ *
  * Run: node packages/gateway/bench/federated.ts
  */
 import { execFileSync } from "node:child_process"
@@ -159,14 +162,14 @@ const main = async () => {
     if (probes.every(Boolean)) break
     await new Promise((r) => setTimeout(r, 100))
   }
-  const results = new Map<string, Array<{ direct: Window; janus: Window }>>()
+  const results_ = new Map<string, Array<{ direct: Window; janus: Window }>>()
   for (let round = 0; round < ROUNDS; round++) {
     for (const op of OPERATIONS) {
       for (const level of LEVELS) {
         const direct = await measure(upstreamUrl, undefined, op, level)
         const through = await measure(janusUrl, token, op, level)
         const key = `${op.label}\u0000${level}`
-        results.set(key, [...(results.get(key) ?? []), { direct, janus: through }])
+        results_.set(key, [...(results_.get(key) ?? []), { direct, janus: through }])
         log(
           `round ${round + 1} ${op.label} c=${level}: direct p50 ${ms(direct.p50)} p99 ${ms(direct.p99)}; ` +
             `janus p50 ${ms(through.p50)} p99 ${ms(through.p99)}; errors ${direct.errors}/${through.errors}` +
@@ -182,7 +185,7 @@ const main = async () => {
       return "unknown"
     }
   })()
-  const rows = [...results].map(([key, runs]) => {
+  const rows = [...results_].map(([key, runs]) => {
     const [label, level] = key.split("\u0000")
     const d50 = median(runs.map((r) => r.direct.p50))
     const d99 = median(runs.map((r) => r.direct.p99))
@@ -193,7 +196,8 @@ const main = async () => {
       ms(j99 - d99)
     } | ${Math.round(median(runs.map((r) => r.janus.rps)))} | ${errors} |`
   })
-  console.log([
+  // the table for a reader (stderr), and the JSON line `scripts/bench.ts` reads (stdout)
+  console.error([
     `Date: ${new Date().toISOString()}, commit ${commit}`,
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, ${
       Math.round(totalmem() / 2 ** 30)
@@ -207,6 +211,28 @@ const main = async () => {
     "|---|---|---|---|---|---|---|",
     ...rows
   ].join("\n"))
+  const results: Record<string, number | string> = {}
+  for (const [key, runs] of results_) {
+    const [label, level] = key.split("\u0000")
+    const name = `${label} c=${level}`
+    results[`${name} direct p50 / p99 ms`] = `${ms(median(runs.map((r) => r.direct.p50)))} / ${
+      ms(median(runs.map((r) => r.direct.p99)))
+    }`
+    results[`${name} Janus p50 / p99 ms`] = `${ms(median(runs.map((r) => r.janus.p50)))} / ${
+      ms(median(runs.map((r) => r.janus.p99)))
+    }`
+    results[`${name} added p50 ms`] = Number(
+      ms(median(runs.map((r) => r.janus.p50)) - median(runs.map((r) => r.direct.p50)))
+    )
+    results[`${name} added p99 ms`] = Number(
+      ms(median(runs.map((r) => r.janus.p99)) - median(runs.map((r) => r.direct.p99)))
+    )
+  }
+  console.log(JSON.stringify({
+    title: "Federated tools/call and resources/read: through Janus vs the upstream directly",
+    results,
+    notes: [`median over ${ROUNDS} rounds of ${DURATION} ms windows; load average ${load.toFixed(2)} at start`]
+  }))
 }
 
 /** One request through Janus: whether it answered with a result. */
