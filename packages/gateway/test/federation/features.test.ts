@@ -19,22 +19,47 @@
  * - pages of 2 (`pageSize`) of prompts/list cover every prompt of the three
  *   upstreams once, in order;
  * - hostile `uri` / `name` values (NUL, lone surrogates, numbers, objects,
- *   64 KiB) are JSON-RPC errors, never a 5xx.
+ *   64 KiB) are JSON-RPC errors, never a 5xx;
+ * - the response cache honours a 2026-07-28 upstream's `ttlMs` / `cacheScope`
+ *   (an SDK v2 server `delta` whose resources count their reads): a
+ *   `private` result is reused for the same caller only, a `public` one for
+ *   every caller of the view.
  */
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, AuditLog, ClientTokens, Connections, EventLog, VirtualServers } from "@janus/storage"
+import { toNodeHandler } from "@modelcontextprotocol/node"
+import { createMcpHandler, McpServer as McpServerV2 } from "@modelcontextprotocol/server"
 import { Context, Effect, Fiber, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
 import { post } from "../mcp/http-client.ts"
 import * as ConformanceUpstream from "./conformance-upstream.ts"
 import { waitUntil } from "./support.ts"
+import { serveMcp } from "./upstreams.ts"
 
 class Upstreams extends Context.Service<Upstreams, {
   readonly alpha: ConformanceUpstream.ConformanceUpstream
   readonly beta: ConformanceUpstream.ConformanceUpstream
   readonly gamma: ConformanceUpstream.ConformanceUpstream
+  readonly delta: ConformanceUpstream.ConformanceUpstream
 }>()("test/federation/FeatureUpstreams") {}
+
+/** A 2026-07-28 upstream whose resources say how many times they were read, with cache hints. */
+const startCaching = async () => {
+  let reads = 0
+  const factory = () => {
+    const server = new McpServerV2({ name: "caching", version: "1.0.0" }, { capabilities: { resources: {} } })
+    for (const scope of ["private", "public"] as const) {
+      server.registerResource(scope, `cache://${scope}`, {
+        mimeType: "text/plain",
+        cacheHint: { ttlMs: 60_000, cacheScope: scope }
+      }, async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: `read ${++reads}` }] }))
+    }
+    return server
+  }
+  const node = toNodeHandler(createMcpHandler(factory, { legacy: "reject" }))
+  return serveMcp((req, res) => node(req as never, res))
+}
 
 const started = (tag: string) =>
   Effect.acquireRelease(Effect.promise(() => ConformanceUpstream.start(tag)), (u) => Effect.promise(() => u.stop()))
@@ -42,14 +67,19 @@ const started = (tag: string) =>
 const UpstreamsLive = Layer.effect(
   Upstreams,
   Effect.gen(function*() {
-    return { alpha: yield* started(" [A]"), beta: yield* started(" [B]"), gamma: yield* started(" [G]") }
+    return {
+      alpha: yield* started(" [A]"),
+      beta: yield* started(" [B]"),
+      gamma: yield* started(" [G]"),
+      delta: yield* Effect.acquireRelease(Effect.promise(startCaching), (u) => Effect.promise(() => u.stop()))
+    }
   })
 )
 
 const Seed = Layer.effectDiscard(Effect.gen(function*() {
   const upstreams = yield* Upstreams
   const connections = yield* Connections
-  for (const name of ["alpha", "beta", "gamma"] as const) {
+  for (const name of ["alpha", "beta", "gamma", "delta"] as const) {
     yield* connections.create({
       kind: "mcp",
       name,
@@ -323,5 +353,23 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
           assert.isTrue(reply.error !== undefined || reply.result !== undefined, `${method}: no JSON-RPC answer`)
         }
       }
+    }))
+
+  it.effect("the response cache honours ttlMs and cacheScope, per caller", () =>
+    Effect.gen(function*() {
+      const first = yield* session("/mcp", (yield* token("cache-a")).authorization)
+      const second = yield* session("/mcp", (yield* token("cache-b")).authorization)
+      const read = (s: typeof first, uri: string) =>
+        Effect.map(s.rpc("resources/read", { uri }), (r) => r.result?.contents?.[0]?.text as string | undefined)
+      yield* waitUntil(Effect.map(read(first, "cache://private"), (text) => text !== undefined), "delta's resources")
+      // private: the same caller gets its cached answer, another caller a fresh one
+      const mine = yield* read(first, "cache://private")
+      assert.strictEqual(yield* read(first, "cache://private"), mine)
+      const theirs = yield* read(second, "cache://private")
+      assert.notStrictEqual(theirs, mine)
+      assert.strictEqual(yield* read(second, "cache://private"), theirs)
+      // public: one answer for every caller of the view
+      const shared = yield* read(first, "cache://public")
+      assert.strictEqual(yield* read(second, "cache://public"), shared)
     }))
 })
