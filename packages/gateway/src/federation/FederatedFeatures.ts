@@ -22,8 +22,9 @@
  *   unsubscribe go upstream) to upstreams announcing `resources.subscribe`
  *   on a 2025 session; 2026-07-28 upstreams and those without subscribe are
  *   answered `{}` (their changes arrive as list changes). Upstream
- *   `notifications/resources/updated` come out on `updates` with the URI the
- *   root view serves.
+ *   `notifications/resources/updated` come out on `updates` twice: with the
+ *   URI as the upstream gives it and as `janus://<connection>/<uri>`, so a
+ *   client subscribed to either form hears of it.
  * - Redaction (when on) covers `contents` of resources/read and `messages` of
  *   prompts/get; the count goes to the audit record.
  * - Response cache: a 2026-07-28 result with `ttlMs > 0` is reused for that
@@ -43,6 +44,7 @@ import { Meta } from "../mcp/Protocol.ts"
 import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { Redactor } from "../redaction/index.ts"
 import { type UpstreamError } from "./Errors.ts"
+import { qualify } from "./FeatureNames.ts"
 import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureView.ts"
 import type { Params } from "./upstream/Wire.ts"
 import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
@@ -285,7 +287,10 @@ export const make = Effect.fnUntraced(function*(
     list: (caller, kind) => Effect.andThen(pool().awaitFirst, Effect.map(view(caller), (v) => v.lists[kind])),
     route,
     changes: Stream.fromPubSub(changes),
-    updates: Stream.unwrap(Effect.sync(() => Stream.map(pool().updates, (update) => update.uri)))
+    // as the upstream gives the URI, and qualified with its connection: a client subscribed to either form
+    updates: Stream.unwrap(Effect.sync(() =>
+      Stream.flatMap(pool().updates, (update) => Stream.make(update.uri, qualify(update.connection, update.uri)))
+    ))
   })
 
   const collisions = Effect.gen(function*() {

@@ -227,7 +227,9 @@ export const make = Effect.fnUntraced(function*(
     Effect.gen(function*() {
       const tools: Array<unknown> = []
       let cursor: string | undefined
-      for (let page = 0; page < 100; page++) {
+      // an upstream without tools (only resources or prompts) is listed without tools/list
+      const offersTools = session.capabilities.tools !== undefined
+      for (let page = 0; offersTools && page < 100; page++) {
         const result = yield* session.request("tools/list", cursor === undefined ? {} : { cursor }, {
           timeout: listTimeout
         })

@@ -29,6 +29,11 @@ export const makeServer = (tag = "") => {
     { capabilities: { logging: {}, tools: {}, resources: { subscribe: true }, prompts: {}, completions: {} } }
   )
   registerFeatures(server, { ResourceTemplate, completable } as never, tag)
+  // not a scenario's: tells subscribers that test://watched-resource changed
+  server.registerTool("touch_watched", { description: "Changes test://watched-resource" }, async () => {
+    await server.server.sendResourceUpdated({ uri: "test://watched-resource" })
+    return { content: [{ type: "text", text: "touched" }] }
+  })
   server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}))
   server.server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}))
   server.registerTool("test_simple_text", { description: "Returns simple text" }, async () => ({

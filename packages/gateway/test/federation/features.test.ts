@@ -20,6 +20,9 @@
  *   upstreams once, in order;
  * - hostile `uri` / `name` values (NUL, lone surrogates, numbers, objects,
  *   64 KiB) are JSON-RPC errors, never a 5xx;
+ * - a 2025 client (SDK v1) subscribed to `test://watched-resource` gets
+ *   `notifications/resources/updated` on its session when the upstream says
+ *   the resource changed, and none after unsubscribing;
  * - the response cache honours a 2026-07-28 upstream's `ttlMs` / `cacheScope`
  *   (an SDK v2 server `delta` whose resources count their reads): a
  *   `private` result is reused for the same caller only, a `public` one for
@@ -28,6 +31,9 @@
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, AuditLog, ClientTokens, Connections, EventLog, VirtualServers } from "@janus/storage"
 import { toNodeHandler } from "@modelcontextprotocol/node"
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { createMcpHandler, McpServer as McpServerV2 } from "@modelcontextprotocol/server"
 import { Context, Effect, Fiber, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
@@ -372,4 +378,34 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       const shared = yield* read(first, "cache://public")
       assert.strictEqual(yield* read(second, "cache://public"), shared)
     }))
+
+  it.effect("a subscribed 2025 client hears of a resource's update on its session, and not after unsubscribing", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { authorization } = yield* token("subscriber")
+      const url = new URL(yield* urlOf("/mcp"))
+      const updates: Array<string> = []
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new ClientV1({ name: "subscriber", version: "1" })
+          client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+            updates.push(n.params.uri)
+          })
+          await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization } } }))
+          return client
+        }),
+        (client) => Effect.promise(() => client.close())
+      )
+      yield* Effect.promise(() => client.subscribeResource({ uri: "test://watched-resource" }))
+      yield* Effect.promise(() => client.listTools())
+      // the session's GET stream (where updates arrive) is open once the client has made its requests
+      yield* Effect.sleep("500 millis")
+      // `touch_watched` of alpha (prefix "", first by name) makes alpha announce the update
+      yield* Effect.promise(() => client.callTool({ name: "touch_watched", arguments: {} }))
+      yield* waitUntil(Effect.sync(() => updates.includes("test://watched-resource")), "resources/updated", 10)
+      yield* Effect.promise(() => client.unsubscribeResource({ uri: "test://watched-resource" }))
+      const heard = updates.length
+      yield* Effect.promise(() => client.callTool({ name: "touch_watched", arguments: {} }))
+      yield* Effect.sleep("1 second")
+      assert.strictEqual(updates.length, heard)
+    })))
 })
