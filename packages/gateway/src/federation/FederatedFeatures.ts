@@ -288,9 +288,11 @@ export const make = Effect.fnUntraced(function*(
     route,
     changes: Stream.fromPubSub(changes),
     // as the upstream gives the URI, and qualified with its connection: a client subscribed to either form
-    updates: Stream.unwrap(Effect.sync(() =>
-      Stream.flatMap(pool().updates, (update) => Stream.make(update.uri, qualify(update.connection, update.uri)))
-    ))
+    updates: Stream.unwrap(
+      Effect.sync(() =>
+        Stream.flatMap(pool().updates, (update) => Stream.make(update.uri, qualify(update.connection, update.uri)))
+      )
+    )
   })
 
   const collisions = Effect.gen(function*() {
