@@ -53,40 +53,17 @@ import {
 import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
 import { UpstreamError } from "./Errors.ts"
 import * as FeatureLists from "./FeatureLists.ts"
+import type { FederationOptions } from "./FederationOptions.ts"
 import { expose, type ExposedTool } from "./ToolNames.ts"
-import type { UpstreamAuth, UpstreamAuthConfig } from "./UpstreamAuth.ts"
+import type { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
-import { UpstreamHealth, upstreamHealthy, type UpstreamState, type UpstreamStatus } from "./UpstreamHealth.ts"
+import { statusOf, UpstreamHealth, upstreamHealthy, type UpstreamState } from "./UpstreamHealth.ts"
 import { UpstreamHttp } from "./UpstreamHttp.ts"
 
 /** How long a session must last for the reconnection backoff to start over. */
 const STABLE_SESSION_MS = 60_000
 
-/** Settings an operator can give a connection besides (or instead of) the stored ones. */
-export interface ConnectionOverrides {
-  /** Replaces the stored `toolPrefix` (or `<connection name>/`) in front of every tool name (may be `""`). */
-  readonly toolPrefix?: string | undefined
-  /** Replaces the connection's stored auth. */
-  readonly auth?: UpstreamAuthConfig | undefined
-}
-
-export interface FederationOptions {
-  readonly clientInfo?: { readonly name: string; readonly version: string } | undefined
-  /** Bound of connecting and of one complete `tools/list` (all pages). Default 5 s. */
-  readonly listTimeout?: Duration.Input | undefined
-  /** How long `list` waits for upstreams on their first connection attempt. Default 2 s. */
-  readonly firstListWait?: Duration.Input | undefined
-  /** Health probe interval of a healthy upstream. Default 30 s. */
-  readonly probeInterval?: Duration.Input | undefined
-  /** Reconnection backoff of an unhealthy upstream. Default 1 s doubling to 60 s. */
-  readonly backoff?: { readonly initial?: Duration.Input; readonly max?: Duration.Input } | undefined
-  /** Largest message accepted from an upstream. Default 16 MiB. */
-  readonly maxMessageBytes?: number | undefined
-  /** Tools accepted from one upstream. Default 5,000. */
-  readonly maxTools?: number | undefined
-  /** Per-connection settings beyond storage's columns. */
-  readonly overrides?: ((connection: McpConnection) => ConnectionOverrides | undefined) | undefined
-}
+export type { ConnectionOverrides, FederationOptions } from "./FederationOptions.ts"
 
 /** One upstream as this replica holds it. */
 export interface Upstream {
@@ -154,33 +131,6 @@ export const make = Effect.fnUntraced(function*(
   const statusChanges = yield* PubSub.unbounded<void>()
   const updates = yield* PubSub.unbounded<ResourceUpdate>()
   const sessions = yield* FiberMap.make<string>()
-
-  const statusOf = (u: Upstream): UpstreamStatus => ({
-    connectionId: u.connection.id,
-    connection: u.connection.name,
-    url: u.connection.url,
-    transport: u.connection.transport,
-    state: u.state,
-    protocolVersion: u.protocolVersion,
-    toolCount: u.tools.length,
-    resourceCount: u.features.resources.length + u.features.templates.length,
-    promptCount: u.features.prompts.length,
-    collisions: [],
-    changeChannel: u.channel === undefined
-      ? undefined
-      : u.channel._tag === "Open"
-      ? "open"
-      : u.channel._tag === "Opening"
-      ? "opening"
-      : "closed",
-    changeChannelDetail: u.channel?._tag === "Closed" ? u.channel.reason : undefined,
-    pollIntervalMs: u.connection.pollIntervalMs,
-    pid: u.session?.pid?.(),
-    lastError: u.lastError,
-    lastErrorAt: u.lastErrorAt,
-    since: u.since,
-    nextAttemptAt: u.nextAttemptAt
-  })
 
   const gauge = (u: Upstream) =>
     Metric.update(
