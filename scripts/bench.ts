@@ -24,6 +24,7 @@ const benches: Record<string, string> = {
   toolcall: "packages/gateway/bench/toolcall.ts",
   toollist: "packages/gateway/bench/toollist.ts",
   otel: "packages/gateway/bench/otel.ts",
+  federated: "packages/gateway/bench/federated.ts",
   eventlog: "packages/storage/bench/eventlog.ts"
 }
 
@@ -31,7 +32,8 @@ const benches: Record<string, string> = {
 const timeouts: Record<string, number> = {
   toolcall: 420_000,
   toollist: 240_000,
-  otel: 420_000
+  otel: 420_000,
+  federated: 240_000
 }
 
 interface BenchResult {

@@ -34,6 +34,7 @@ import * as HostCheck from "./http/HostCheck.ts"
 import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
+import { Features } from "./mcp/Features.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
 import { Drain, HttpObservability, Instrument, Otlp, Prometheus } from "./observability/index.ts"
@@ -131,6 +132,7 @@ export const services: Layer.Layer<
   | ToolCatalog.ToolCatalog
   | ListChanged.ListChangedSignals
   | UpstreamHealth
+  | Features
   | Sessions.McpSessionStore
   | Cancellations.CallCancellations
   | Guard.McpGuard
@@ -157,6 +159,8 @@ export const services: Layer.Layer<
     // the upstreams' state for the admin API (Studio); just that service (a whole context would bring the
     // unscoped catalog along)
     Layer.effect(UpstreamHealth, Effect.service(UpstreamHealth)),
+    // the upstreams' resources, prompts and completion, served by the MCP endpoint beside the tools
+    Layer.effect(Features, Effect.service(Features)),
     // and its changes as `upstream` signals, so Studio shows the state live
     ChangeSignals.AnnounceUpstreamChanges
   ).pipe(Layer.provide(

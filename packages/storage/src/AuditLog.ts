@@ -76,6 +76,8 @@ export const AuditEntry = Schema.Struct({
   /** Who called: the client token name, OAuth subject, ... */
   identity: Schema.String,
   tool: Schema.String,
+  /** The MCP method: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, ... */
+  method: Schema.String,
   /** The connection the tool belongs to; null when the call never resolved one. */
   connection: Schema.NullOr(Schema.String),
   outcome: AuditOutcome,
@@ -99,6 +101,8 @@ export type AuditRecord = typeof AuditRecord.Type
 export interface AuditInput {
   readonly identity: string
   readonly tool: string
+  /** Default `tools/call`. */
+  readonly method?: string | undefined
   readonly outcome: AuditOutcome
   readonly durationMs: number
   readonly connection?: string | null | undefined
@@ -178,6 +182,7 @@ interface InsertRow {
   readonly at: Date
   readonly identity: string
   readonly tool: string
+  readonly method: string
   readonly connection: string | null
   readonly outcome: AuditOutcome
   readonly status: number | null
@@ -203,6 +208,7 @@ const toInsertRow = (input: AuditInput, at: Date): InsertRow => ({
   at,
   identity: text(String(input.identity)),
   tool: text(String(input.tool)),
+  method: text(String(input.method ?? "tools/call")),
   connection: textOrNull(input.connection),
   outcome: outcomes.has(input.outcome) ? input.outcome : "error",
   status: input.status === null || input.status === undefined || !Number.isFinite(input.status)
@@ -222,6 +228,7 @@ interface SelectRow {
   readonly at_key: string
   readonly identity: string
   readonly tool: string
+  readonly method: string
   readonly connection: string | null
   readonly outcome: AuditOutcome
   readonly status: number | null
@@ -238,6 +245,7 @@ const fromRow = (row: SelectRow): AuditRecord => ({
   at: toDate(row.at),
   identity: row.identity,
   tool: row.tool,
+  method: row.method,
   connection: row.connection,
   outcome: row.outcome,
   status: row.status === null ? null : toNumber(row.status),
@@ -426,7 +434,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     }
     const rows = yield* sql<SelectRow>`
       SELECT id, at, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at_key,
-        identity, tool, connection, outcome, status, duration_ms, bytes_in, bytes_out, redactions,
+        identity, tool, method, connection, outcome, status, duration_ms, bytes_in, bytes_out, redactions,
         request_id, trace_id
       FROM audit_records
       WHERE ${sql.and(clauses)}

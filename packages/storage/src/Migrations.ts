@@ -238,6 +238,11 @@ export const migrations = {
       CHECK ((kind = 'rest' AND base_url IS NOT NULL AND retry_policy IS NOT NULL)
           OR (kind = 'mcp' AND transport = 'stdio' AND stdio IS NOT NULL AND url IS NULL)
           OR (kind = 'mcp' AND transport IN ('streamable-http', 'sse') AND url IS NOT NULL AND stdio IS NULL))`
+  ),
+  // The MCP method an audit record is about: resources/read, prompts/get and completion/complete are audited
+  // like tools/call (`tool` then names `<connection>/<prompt or resource>`).
+  "0009_audit_method": statements(
+    `ALTER TABLE audit_records ADD COLUMN method text NOT NULL DEFAULT 'tools/call'`
   )
 } as const
 

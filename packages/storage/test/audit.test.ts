@@ -305,6 +305,7 @@ for (const backend of backends<Services>(postgres)) {
               at: new Date(base),
               identity: who,
               tool: "get_user",
+              method: "tools/call",
               connection: null,
               outcome: "error",
               status: 502,

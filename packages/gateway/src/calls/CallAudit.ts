@@ -1,5 +1,7 @@
 /**
- * Writes one audit record and one `calls` event per tools/call attempt.
+ * Writes one audit record and one `calls` event per tools/call attempt (and
+ * per `resources/read`, `prompts/get`, `completion/complete`, resource
+ * subscription: the record's `method` says which).
  *
  * **Rules**
  *
@@ -19,6 +21,7 @@ import type { CallRecord, Outcome } from "./CallRecord.ts"
 export interface AuditEntry {
   readonly identity: string
   readonly tool: string
+  readonly method: string
   readonly connection: string | null
   readonly outcome: Outcome
   readonly status: number | null
@@ -49,6 +52,7 @@ export class CallAudit extends Context.Service<CallAudit, {
               const entry: AuditEntry = {
                 identity: call.identity,
                 tool: call.tool,
+                method: call.method,
                 connection: call.connection,
                 outcome,
                 status: call.status,

@@ -43,6 +43,11 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
     if (e._tag === "ToolCallRefused") return e.reason === "unavailable" ? "error" : e.reason
     // the caller's mistake (an unknown tool, arguments that do not fit), not a failure of the gateway or downstream
     if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
+    // an unknown prompt or resource, or params that do not fit (resources/read, prompts/get, completion/complete)
+    const code = (error.value as { readonly _tag?: string; readonly code?: number }).code
+    if ((error.value as { readonly _tag?: string })._tag === "ProtocolError" && (code === -32602 || code === -32002)) {
+      return "invalid"
+    }
   }
   return "error"
 }
@@ -68,10 +73,11 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
       caller: Caller.Caller,
       toolName: string,
       call: Effect.Effect<A, E, R>,
-      admitted?: Effect.Effect<void, ToolCallRefused>
+      admitted?: Effect.Effect<void, ToolCallRefused>,
+      method?: string
     ) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const record = CallRecord.make(caller.id, toolName, now)
+        const record = CallRecord.make(caller.id, toolName, now, method)
         // the permit: taken only after authorization, refused at once (never queued) past the cap
         const permitted = Effect.suspend(
           (): Effect.Effect<A, E | ToolCallRefused, Exclude<R, CallRecord.CurrentCall>> => {

@@ -16,7 +16,10 @@ export type Outcome = "ok" | "error" | "denied" | "invalid" | "rate_limited" | "
 
 export interface CallRecord {
   readonly identity: string
+  /** The tool, or `<connection>/<prompt or resource>` for the other methods. */
   readonly tool: string
+  /** The MCP method: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, ... */
+  readonly method: string
   readonly startedAt: number
   connection: string | null
   /** The downstream HTTP status, or the JSON-RPC error code of a refusal. */
@@ -31,9 +34,10 @@ export interface CallRecord {
 /** The record of the call the current fiber serves. */
 export class CurrentCall extends Context.Service<CurrentCall, CallRecord>()("@janus/gateway/calls/CurrentCall") {}
 
-export const make = (identity: string, tool: string, startedAt: number): CallRecord => ({
+export const make = (identity: string, tool: string, startedAt: number, method = "tools/call"): CallRecord => ({
   identity,
   tool,
+  method,
   startedAt,
   connection: null,
   status: null,

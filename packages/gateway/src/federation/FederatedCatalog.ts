@@ -39,10 +39,11 @@
 import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
-import type { ChangeFeed, ConfigCache, SecretCache } from "@janus/storage"
+import { type ChangeFeed, ConfigCache, type SecretCache } from "@janus/storage"
 import { Context, Duration, Effect, Layer, Option, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
 import type { EgressPolicy } from "../egress/EgressPolicy.ts"
+import { Features } from "../mcp/Features.ts"
 import { invalidInputRequired } from "../mcp/InputRequired.ts"
 import { Meta } from "../mcp/Protocol.ts"
 import { UpstreamRelay } from "../mcp/Relay.ts"
@@ -58,6 +59,7 @@ import {
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
 import { toCallError, UpstreamError } from "./Errors.ts"
+import * as FederatedFeatures from "./FederatedFeatures.ts"
 import { HeldCalls } from "./HeldCalls.ts"
 import * as HeldCallState from "./HeldCallState.ts"
 import { type ExposedTool, type ToolOrigin } from "./ToolNames.ts"
@@ -84,7 +86,11 @@ export class FederatedCatalog extends Context.Service<
    */
   static readonly layer = (
     options: UpstreamPool.FederationOptions = {}
-  ): Layer.Layer<FederatedCatalog | UpstreamHealth, never, ConfigCache | ChangeFeed | SecretCache | EgressPolicy> =>
+  ): Layer.Layer<
+    FederatedCatalog | UpstreamHealth | Features,
+    never,
+    ConfigCache | ChangeFeed | SecretCache | EgressPolicy
+  > =>
     Layer.effectContext(make(options)).pipe(
       Layer.provide(UpstreamAuth.layer),
       Layer.provide(UpstreamHttp.layerSystem),
@@ -199,7 +205,19 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
     return PubSub.publish(toolChanges, undefined)
   })
 
-  const pool = yield* UpstreamPool.make(options, Effect.asVoid(rebuild))
+  // the features read the pool lazily: the pool signals changes from its own fibers before `make` returns
+  const holder: { pool?: UpstreamPool.UpstreamPool } = {}
+  const featured = yield* FederatedFeatures.make(() => holder.pool!, yield* ConfigCache)
+  const pool = yield* UpstreamPool.make(options, (kind) =>
+    kind === "tools"
+      ? Effect.asVoid(rebuild)
+      : kind === "all"
+      ? Effect.andThen(
+        Effect.asVoid(rebuild),
+        Effect.andThen(featured.changed("resources"), featured.changed("prompts"))
+      )
+      : featured.changed(kind))
+  holder.pool = pool
   upstreams = pool.upstreams
 
   const call: FederatedCatalog["Service"]["call"] = (caller, request) =>
@@ -318,7 +336,22 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
     }
   })
 
-  return Context.make(FederatedCatalog, catalog).pipe(Context.add(UpstreamHealth, pool.health))
+  // each upstream's status with the collisions it is part of
+  const health = UpstreamHealth.of({
+    ...pool.health,
+    list: Effect.gen(function*() {
+      const statuses = yield* pool.health.list
+      const collisions = yield* featured.collisions
+      return statuses.map((s) => ({
+        ...s,
+        collisions: collisions.filter((c) => c.connections.includes(s.connection))
+      }))
+    })
+  })
+  return Context.make(FederatedCatalog, catalog).pipe(
+    Context.add(UpstreamHealth, health),
+    Context.add(Features, featured.features)
+  )
 })
 
 /** The federated tools as a plain `ToolCatalog` (tests, single-catalog deployments). */

@@ -47,6 +47,7 @@ export type {
   UpstreamSession,
   UpstreamTarget
 } from "./upstream/Session.ts"
+export { CLIENT_CAPABILITIES, LIST_CHANGED } from "./upstream/Session.ts"
 export { encodeHeaderValue, paramHeaders } from "./upstream/Wire.ts"
 
 /** Opens a session with the upstream; it lives until the scope closes. */

@@ -16,6 +16,7 @@
  * @since 0.1.0
  */
 import { Context, type Effect, Metric, type Option, type Stream } from "effect"
+import type { Upstream } from "./UpstreamPool.ts"
 
 export type UpstreamState = "connecting" | "healthy" | "unhealthy"
 
@@ -30,6 +31,20 @@ export interface UpstreamStatus {
   /** The negotiated protocol revision while connected. */
   readonly protocolVersion: string | undefined
   readonly toolCount: number
+  /** Resources and resource templates the upstream lists. */
+  readonly resourceCount: number
+  readonly promptCount: number
+  /**
+   * URIs, templates and prompt names this upstream shares with another
+   * upstream in one view (`/mcp` or a virtual server); see
+   * `FeatureNames.ts` for how both stay reachable.
+   */
+  readonly collisions: ReadonlyArray<{
+    readonly kind: "resource" | "resourceTemplate" | "prompt"
+    readonly name: string
+    readonly connections: ReadonlyArray<string>
+    readonly view: string
+  }>
   /**
    * The change channel while connected: `open` (list changes are notified),
    * `opening`, or `closed` (none offered, or failed: lists are polled every
@@ -61,4 +76,32 @@ export class UpstreamHealth extends Context.Service<UpstreamHealth, {
 /** `janus.upstream.healthy{connection}`: 1 while the upstream is healthy, else 0. */
 export const upstreamHealthy = Metric.gauge("janus.upstream.healthy", {
   description: "1 while the upstream MCP server of a connection is healthy, 0 otherwise"
+})
+
+/** What Studio and `/metrics` show of one upstream of the pool (its collisions are added by the federation). */
+export const statusOf = (u: Upstream): UpstreamStatus => ({
+  connectionId: u.connection.id,
+  connection: u.connection.name,
+  url: u.connection.url,
+  transport: u.connection.transport,
+  state: u.state,
+  protocolVersion: u.protocolVersion,
+  toolCount: u.tools.length,
+  resourceCount: u.features.resources.length + u.features.templates.length,
+  promptCount: u.features.prompts.length,
+  collisions: [],
+  changeChannel: u.channel === undefined
+    ? undefined
+    : u.channel._tag === "Open"
+    ? "open"
+    : u.channel._tag === "Opening"
+    ? "opening"
+    : "closed",
+  changeChannelDetail: u.channel?._tag === "Closed" ? u.channel.reason : undefined,
+  pollIntervalMs: u.connection.pollIntervalMs,
+  pid: u.session?.pid?.(),
+  lastError: u.lastError,
+  lastErrorAt: u.lastErrorAt,
+  since: u.since,
+  nextAttemptAt: u.nextAttemptAt
 })

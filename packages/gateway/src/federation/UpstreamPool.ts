@@ -22,8 +22,14 @@
  *   may have been missed), and at once when it breaks (the upstream may be
  *   gone: a request tells). A failed list or a lost session makes the
  *   upstream unhealthy; a failed change channel never does.
- * - `changed` runs whenever what clients may see changed: an upstream's
- *   tools (by content) while it is healthy, or whether its tools are visible.
+ * - Its resources, resource templates and prompts are listed with its tools
+ *   (`FeatureLists.ts`), on the same triggers (any kind of list-changed
+ *   notification refreshes all).
+ * - `changed(kind)` runs whenever what clients may see changed: an
+ *   upstream's tools, resources or prompts (by content) while it is
+ *   healthy (`kind` names which), or whether it is visible (`all`).
+ * - `notifications/resources/updated` of a session is published on
+ *   `updates` with its connection.
  *
  * @since 0.1.0
  */
@@ -46,40 +52,18 @@ import {
 } from "effect"
 import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
 import { UpstreamError } from "./Errors.ts"
+import * as FeatureLists from "./FeatureLists.ts"
+import type { FederationOptions } from "./FederationOptions.ts"
 import { expose, type ExposedTool } from "./ToolNames.ts"
-import type { UpstreamAuth, UpstreamAuthConfig } from "./UpstreamAuth.ts"
+import type { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
-import { UpstreamHealth, upstreamHealthy, type UpstreamState, type UpstreamStatus } from "./UpstreamHealth.ts"
+import { statusOf, UpstreamHealth, upstreamHealthy, type UpstreamState } from "./UpstreamHealth.ts"
 import { UpstreamHttp } from "./UpstreamHttp.ts"
 
 /** How long a session must last for the reconnection backoff to start over. */
 const STABLE_SESSION_MS = 60_000
 
-/** Settings an operator can give a connection besides (or instead of) the stored ones. */
-export interface ConnectionOverrides {
-  /** Replaces the stored `toolPrefix` (or `<connection name>/`) in front of every tool name (may be `""`). */
-  readonly toolPrefix?: string | undefined
-  /** Replaces the connection's stored auth. */
-  readonly auth?: UpstreamAuthConfig | undefined
-}
-
-export interface FederationOptions {
-  readonly clientInfo?: { readonly name: string; readonly version: string } | undefined
-  /** Bound of connecting and of one complete `tools/list` (all pages). Default 5 s. */
-  readonly listTimeout?: Duration.Input | undefined
-  /** How long `list` waits for upstreams on their first connection attempt. Default 2 s. */
-  readonly firstListWait?: Duration.Input | undefined
-  /** Health probe interval of a healthy upstream. Default 30 s. */
-  readonly probeInterval?: Duration.Input | undefined
-  /** Reconnection backoff of an unhealthy upstream. Default 1 s doubling to 60 s. */
-  readonly backoff?: { readonly initial?: Duration.Input; readonly max?: Duration.Input } | undefined
-  /** Largest message accepted from an upstream. Default 16 MiB. */
-  readonly maxMessageBytes?: number | undefined
-  /** Tools accepted from one upstream. Default 5,000. */
-  readonly maxTools?: number | undefined
-  /** Per-connection settings beyond storage's columns. */
-  readonly overrides?: ((connection: McpConnection) => ConnectionOverrides | undefined) | undefined
-}
+export type { ConnectionOverrides, FederationOptions } from "./FederationOptions.ts"
 
 /** One upstream as this replica holds it. */
 export interface Upstream {
@@ -96,6 +80,11 @@ export interface Upstream {
   channel: UpstreamClient.ChannelState | undefined
   tools: ReadonlyArray<ExposedTool>
   fingerprint: string
+  /** Resources, templates and prompts as the upstream lists them (names not yet exposed). */
+  features: FeatureLists.FeatureLists
+  featureFingerprints: { resources: string; prompts: string }
+  /** The tool prefix (also the prompts'). */
+  prefix: string
   readonly settled: Deferred.Deferred<void>
   /** Asks the session's supervisor for a `tools/list` now (refresh or probe). */
   refresh: () => Effect.Effect<void>
@@ -107,9 +96,23 @@ export interface UpstreamPool {
   /** Waits (at most `firstListWait`) for upstreams still on their first connection attempt. */
   readonly awaitFirst: Effect.Effect<void>
   readonly health: UpstreamHealth["Service"]
+  /** `notifications/resources/updated` of every upstream. */
+  readonly updates: Stream.Stream<ResourceUpdate>
 }
 
-export const make = Effect.fnUntraced(function*(options: FederationOptions, changed: Effect.Effect<void>) {
+/** What changed for clients. */
+export type ChangeKind = "tools" | "resources" | "prompts" | "all"
+
+/** An upstream's resource changed (it was subscribed to). */
+export interface ResourceUpdate {
+  readonly connection: string
+  readonly uri: string
+}
+
+export const make = Effect.fnUntraced(function*(
+  options: FederationOptions,
+  changed: (kind: ChangeKind) => Effect.Effect<void>
+) {
   const configCache = yield* ConfigCache
   const feed = yield* ChangeFeed
   const http = yield* UpstreamHttp
@@ -126,31 +129,8 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
 
   const upstreams = new Map<string, Upstream>()
   const statusChanges = yield* PubSub.unbounded<void>()
+  const updates = yield* PubSub.unbounded<ResourceUpdate>()
   const sessions = yield* FiberMap.make<string>()
-
-  const statusOf = (u: Upstream): UpstreamStatus => ({
-    connectionId: u.connection.id,
-    connection: u.connection.name,
-    url: u.connection.url,
-    transport: u.connection.transport,
-    state: u.state,
-    protocolVersion: u.protocolVersion,
-    toolCount: u.tools.length,
-    changeChannel: u.channel === undefined
-      ? undefined
-      : u.channel._tag === "Open"
-      ? "open"
-      : u.channel._tag === "Opening"
-      ? "opening"
-      : "closed",
-    changeChannelDetail: u.channel?._tag === "Closed" ? u.channel.reason : undefined,
-    pollIntervalMs: u.connection.pollIntervalMs,
-    pid: u.session?.pid?.(),
-    lastError: u.lastError,
-    lastErrorAt: u.lastErrorAt,
-    since: u.since,
-    nextAttemptAt: u.nextAttemptAt
-  })
 
   const gauge = (u: Upstream) =>
     Metric.update(
@@ -161,6 +141,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
   const setState = (u: Upstream, state: UpstreamState) =>
     Effect.gen(function*() {
       const wasVisible = u.state === "healthy" && u.tools.length > 0
+      const wasHealthy = u.state === "healthy"
       if (u.state !== state) {
         u.state = state
         u.since = new Date()
@@ -168,7 +149,12 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
       yield* gauge(u)
       yield* PubSub.publish(statusChanges, undefined)
       const isVisible = u.state === "healthy" && u.tools.length > 0
-      if (wasVisible !== isVisible) yield* changed
+      if (wasVisible !== isVisible) yield* changed("tools")
+      if (wasHealthy !== (u.state === "healthy")) {
+        const f = u.features
+        if (f.resources.length > 0 || f.templates.length > 0) yield* changed("resources")
+        if (f.prompts.length > 0) yield* changed("prompts")
+      }
     })
 
   // --- one upstream -----------------------------------------------------------
@@ -194,28 +180,56 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
       for (let page = 0; page < 100; page++) {
         const result = yield* session.request("tools/list", cursor === undefined ? {} : { cursor }, {
           timeout: listTimeout
-        })
+        }).pipe(
+          // an upstream without tools (only resources or prompts) answers Method not found: it has none
+          Effect.catchIf(
+            (error) => error.kind === "rpc" && error.code === -32601 && session.capabilities.tools === undefined,
+            () => Effect.succeed<Readonly<Record<string, unknown>>>({})
+          )
+        )
         if (Array.isArray(result.tools)) tools.push(...result.tools)
         cursor = typeof result.nextCursor === "string" && result.nextCursor !== "" ? result.nextCursor : undefined
         if (cursor === undefined || tools.length >= maxTools) break
       }
       const prefix = options.overrides?.(u.connection)?.toolPrefix ?? u.connection.toolPrefix ??
         `${u.connection.name}/`
-      return expose(u.connection.name, prefix, tools, maxTools)
+      u.prefix = prefix
+      const features = yield* FeatureLists.fetch(session, maxTools, listTimeout)
+      return { tools: expose(u.connection.name, prefix, tools, maxTools), features }
     }).pipe(within(u.connection.name, "tools/list"))
 
-  const setTools = (u: Upstream, tools: ReadonlyArray<ExposedTool>) =>
-    Effect.suspend(() => {
-      const fingerprint = JSON.stringify(tools.map((t) => t.tool))
-      if (fingerprint === u.fingerprint) return Effect.void
-      u.tools = tools
-      u.fingerprint = fingerprint
-      return Effect.andThen(PubSub.publish(statusChanges, undefined), u.state === "healthy" ? changed : Effect.void)
+  const setTools = (
+    u: Upstream,
+    listed: { readonly tools: ReadonlyArray<ExposedTool>; readonly features: FeatureLists.FeatureLists }
+  ) =>
+    Effect.gen(function*() {
+      const kinds: Array<ChangeKind> = []
+      const fingerprint = JSON.stringify(listed.tools.map((t) => t.tool))
+      if (fingerprint !== u.fingerprint) {
+        u.tools = listed.tools
+        u.fingerprint = fingerprint
+        kinds.push("tools")
+      }
+      const resources = JSON.stringify([listed.features.resources, listed.features.templates])
+      const prompts = JSON.stringify(listed.features.prompts)
+      u.features = listed.features
+      if (resources !== u.featureFingerprints.resources) kinds.push("resources")
+      if (prompts !== u.featureFingerprints.prompts) kinds.push("prompts")
+      u.featureFingerprints = { resources, prompts }
+      if (kinds.length === 0) return
+      yield* PubSub.publish(statusChanges, undefined)
+      if (u.state === "healthy") yield* Effect.forEach(kinds, changed, { discard: true })
     })
 
   /** Whether a session event means the lists may have changed. */
   const refreshes = (event: UpstreamClient.SessionEvent) =>
-    event._tag === "Notification" && event.method === "notifications/tools/list_changed"
+    event._tag === "Notification" && UpstreamClient.LIST_CHANGED.includes(event.method)
+
+  const resourceUpdate = (u: Upstream, event: UpstreamClient.SessionEvent) =>
+    event._tag === "Notification" && event.method === "notifications/resources/updated" &&
+      typeof event.params.uri === "string"
+      ? PubSub.publish(updates, { connection: u.connection.name, uri: event.params.uri })
+      : Effect.void
 
   /** One session: connects, lists, serves until the session is lost (always ends in failure). */
   const runSession = (u: Upstream, connected: Effect.Effect<void>) =>
@@ -246,7 +260,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
             ? Queue.offer(channelEvents, event.state)
             : refreshes(event)
             ? Queue.offer(wanted, undefined)
-            : Effect.void
+            : resourceUpdate(u, event)
         ),
         Effect.forkScoped({ startImmediately: true })
       )
@@ -380,6 +394,9 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
         channel: undefined,
         tools: [],
         fingerprint: "[]",
+        features: FeatureLists.empty,
+        featureFingerprints: { resources: "", prompts: "" },
+        prefix: `${connection.name}/`,
         settled: yield* Deferred.make<void>(),
         refresh: () => Effect.void
       }
@@ -387,7 +404,7 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
       yield* gauge(u)
       yield* FiberMap.run(sessions, id, supervise(u))
     }
-    if (removed) yield* changed
+    if (removed) yield* changed("all")
     yield* PubSub.publish(statusChanges, undefined)
   }).pipe(
     Effect.catch((error) => Effect.logWarning("federation could not read the configuration", error))
@@ -422,10 +439,10 @@ export const make = Effect.fnUntraced(function*(options: FederationOptions, chan
     changes: Stream.fromPubSub(statusChanges)
   })
 
-  return { upstreams, awaitFirst, health } satisfies UpstreamPool
+  return { upstreams, awaitFirst, health, updates: Stream.fromPubSub(updates) } satisfies UpstreamPool
 }) as (
   options: FederationOptions,
-  changed: Effect.Effect<void>
+  changed: (kind: ChangeKind) => Effect.Effect<void>
 ) => Effect.Effect<
   UpstreamPool,
   never,

@@ -1,7 +1,10 @@
 /**
  * The MCP methods the gateway serves, shared by every transport and revision:
  * `server/discover` (2026-07-28), `initialize` results and `ping` (2025 era),
- * `tools/list`, `tools/call`, and empty `prompts/*` / `resources/*` lists.
+ * `tools/list`, `tools/call`; resources, prompts and completion are
+ * `FeatureMethods.ts`'s (served from `Features`, empty without it).
+ * Capabilities are per caller: tools and logging always, and what the
+ * `Features` of the caller's view offer.
  *
  * Spec rules this module enforces:
  * - `tools/list` is paginated with an opaque cursor; the order is the
@@ -43,6 +46,8 @@ import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { Caller } from "./Caller.ts"
+import * as FeatureMethods from "./FeatureMethods.ts"
+import { Features } from "./Features.ts"
 import { type AdmissionRefused, McpGuard } from "./Guard.ts"
 import * as InputRequired from "./InputRequired.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
@@ -129,8 +134,8 @@ export class Dispatcher extends Context.Service<Dispatcher, {
     method: string,
     params: Readonly<Record<string, unknown>> | undefined
   ) => Effect.Effect<ResultJson, ProtocolError>
-  /** The encoded `initialize` result for a negotiated 2025-era revision. */
-  readonly initializeResult: (version: StatefulVersion) => ResultJson
+  /** The encoded `initialize` result for a negotiated 2025-era revision, with the caller's capabilities. */
+  readonly initializeResult: (version: StatefulVersion, caller: Caller) => Effect.Effect<ResultJson>
   /** The caller's tool list with its derived data. */
   readonly prepared: (caller: Caller) => Effect.Effect<PreparedTools>
   /** The encoded `serverInfo`, for results built by transports. */
@@ -265,7 +270,10 @@ const statefulMethods: ReadonlySet<string> = new Set([
   "prompts/get",
   "resources/list",
   "resources/templates/list",
-  "resources/read"
+  "resources/read",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "completion/complete"
 ])
 const statelessMethods: ReadonlySet<string> = new Set([
   "server/discover",
@@ -275,7 +283,8 @@ const statelessMethods: ReadonlySet<string> = new Set([
   "prompts/get",
   "resources/list",
   "resources/templates/list",
-  "resources/read"
+  "resources/read",
+  "completion/complete"
 ])
 
 /** Whether a method is served on a wire (`subscriptions/listen` is the transport's). */
@@ -285,6 +294,7 @@ export const isKnownMethod = (stateless: boolean, method: string): boolean =>
 const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const catalog = yield* ToolCatalog
   const guard = yield* McpGuard
+  const features = yield* Effect.serviceOption(Features)
   const pageSize = Math.max(1, options.pageSize ?? 100)
   const toolsTtl = Math.max(0, Math.floor(options.toolsListTtlMs ?? 0))
   const discoverTtl = Math.max(0, Math.floor(options.discoverTtlMs ?? 0))
@@ -294,47 +304,34 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const statelessMetaJson = `"_meta":{${JSON.stringify(Meta.serverInfo)}:${serverInfoJson}}`
   const completeSuffix = `,"resultType":"complete",${statelessMetaJson}}`
   // logging: upstream log messages are relayed (levels: `logging/setLevel`, 2026-07-28 `_meta` logLevel)
-  const capabilities = { tools: { listChanged: true }, prompts: {}, resources: {}, logging: {} }
+  const featureMethods = FeatureMethods.make(features, guard, { pageSize, completeSuffix, statelessMeta })
+  const capabilitiesOf = (caller: Caller) =>
+    Effect.map(featureMethods.capabilities(caller), (offered) => ({
+      tools: { listChanged: true },
+      ...offered,
+      logging: {}
+    }))
 
-  const discoverJson = JSON.stringify({
-    supportedVersions: SUPPORTED_VERSIONS,
-    capabilities,
-    ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
-    ttlMs: discoverTtl,
-    cacheScope: "public",
-    resultType: "complete",
-    _meta: statelessMeta
-  })
-  const initializeJson = new Map<string, string>()
-  const initializeResult = (version: StatefulVersion): ResultJson => {
-    let json = initializeJson.get(version)
-    if (json === undefined) {
-      json = JSON.stringify({
+  // discover depends on the caller's view (capabilities), so it is `private`
+  const discover = (caller: Caller) =>
+    Effect.map(capabilitiesOf(caller), (capabilities) =>
+      JSON.stringify({
+        supportedVersions: SUPPORTED_VERSIONS,
+        capabilities,
+        ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+        ttlMs: discoverTtl,
+        cacheScope: "private",
+        resultType: "complete",
+        _meta: statelessMeta
+      }))
+  const initializeResult = (version: StatefulVersion, caller: Caller): Effect.Effect<ResultJson> =>
+    Effect.map(capabilitiesOf(caller), (capabilities) =>
+      JSON.stringify({
         protocolVersion: version,
         capabilities,
         serverInfo,
         ...(options.instructions === undefined ? {} : { instructions: options.instructions })
-      })
-      initializeJson.set(version, json)
-    }
-    return json
-  }
-  const emptyList = (key: string, stateless: boolean): ResultJson =>
-    stateless ?
-      `{${JSON.stringify(key)}:[],"ttlMs":0,"cacheScope":"public"${completeSuffix}` :
-      `{${JSON.stringify(key)}:[]}`
-  const emptyLists = {
-    stateless: {
-      prompts: emptyList("prompts", true),
-      resources: emptyList("resources", true),
-      resourceTemplates: emptyList("resourceTemplates", true)
-    },
-    stateful: {
-      prompts: emptyList("prompts", false),
-      resources: emptyList("resources", false),
-      resourceTemplates: emptyList("resourceTemplates", false)
-    }
-  }
+      }))
   const toolsListSuffix = `,"ttlMs":${toolsTtl},"cacheScope":"private"${completeSuffix}`
 
   const preparedCache = new WeakMap<ReadonlyArray<Tool>, PreparedTools>()
@@ -493,39 +490,19 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     method: string,
     params: Readonly<Record<string, unknown>> | undefined
   ): Effect.Effect<ResultJson, ProtocolError> => {
-    const lists = context.stateless ? emptyLists.stateless : emptyLists.stateful
+    const served = featureMethods.dispatch(context, method, params)
+    if (served !== undefined && isKnownMethod(context.stateless, method)) return served
     switch (method) {
       case "tools/call":
         return callTool(context, params)
       case "tools/list":
         return listTools(context, params)
       case "server/discover":
-        if (context.stateless) return Effect.succeed(discoverJson)
+        if (context.stateless) return discover(context.caller)
         break
       case "ping":
         if (!context.stateless) return Effect.succeed("{}")
         break
-      case "prompts/list":
-        return Effect.succeed(lists.prompts)
-      case "resources/list":
-        return Effect.succeed(lists.resources)
-      case "resources/templates/list":
-        return Effect.succeed(lists.resourceTemplates)
-      case "prompts/get":
-        return Effect.fail(ProtocolError.invalidParams(
-          `Unknown prompt ${JSON.stringify(params?.name)}: this server offers no prompts (prompts/list is empty)`
-        ))
-      case "resources/read":
-        return Effect.fail(
-          new ProtocolError({
-            code: ErrorCode.invalidParams,
-            message: `Resource ${
-              JSON.stringify(params?.uri)
-            } not found: this server offers no resources (resources/list is empty)`,
-            data: { uri: params?.uri },
-            status: 200
-          })
-        )
     }
     return Effect.fail(
       ProtocolError.methodNotFound(
@@ -533,7 +510,7 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         context.stateless ? 404 : 200,
         context.stateless ?
           "is not a 2026-07-28 method served by this endpoint" :
-          "is not served by this endpoint (it serves tools; prompts and resources lists are empty)"
+          "is not served by this endpoint"
       )
     )
   }

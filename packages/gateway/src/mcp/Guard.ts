@@ -9,7 +9,8 @@
  * authenticate, per-identity limiter) and yields the {@link Caller};
  * `admitMessage` charges the limiters for each further message of a JSON-RPC
  * batch (one request carrying N messages costs what N requests cost);
- * `guardCall` wraps every `tools/call` (authorize, concurrency permit) around
+ * `guardCall` wraps every `tools/call` (and `resources/read`, `prompts/get`,
+ * `completion/complete`, resource subscriptions) (authorize, concurrency permit) around
  * the catalog call, which resolves the tool and does the rest. The default
  * layer admits everyone as the anonymous caller with no limits; the auth and
  * limits work replaces it.
@@ -68,7 +69,9 @@ export class McpGuard extends Context.Service<McpGuard, {
     caller: Caller.Caller,
     toolName: string,
     call: Effect.Effect<A, E, R>,
-    admitted?: Effect.Effect<void, ToolCallRefused> | undefined
+    admitted?: Effect.Effect<void, ToolCallRefused> | undefined,
+    /** The MCP method audited (default `tools/call`; also `resources/read`, `prompts/get`, ...). */
+    method?: string | undefined
   ) => Effect.Effect<A, E | ToolCallRefused, R>
 }>()("@janus/gateway/mcp/McpGuard") {
   /** Everyone is the anonymous caller; no limits. */

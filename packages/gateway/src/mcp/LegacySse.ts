@@ -30,6 +30,7 @@ import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "eff
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
+import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
 import { classify, encodeError, encodeNotification, encodeProgress, encodeResult, ProtocolError } from "./JsonRpc.ts"
@@ -72,6 +73,8 @@ interface LegacySession {
   logLevel: string | undefined
   /** Server-to-client requests awaiting the client's response, by id. */
   readonly asked: Map<string, Deferred.Deferred<unknown>>
+  /** The resources the client subscribed to (`notifications/resources/updated`). */
+  readonly subscribed: Set<string>
 }
 
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
@@ -82,6 +85,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
   const router = yield* HttpRouter.HttpRouter
   const dispatcher = yield* Dispatcher
   const signals = yield* ListChangedSignals
+  const features = yield* Effect.serviceOption(Features)
   const sessions = new Map<string, LegacySession>()
   const listChanged = Sse.named("message", encodeNotification("notifications/tools/list_changed"))
 
@@ -115,15 +119,30 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           inflight: new Map(),
           clientCapabilities: {},
           logLevel: undefined,
-          asked: new Map()
+          asked: new Map(),
+          subscribed: new Set()
         })
         yield* Effect.addFinalizer(() => Effect.sync(() => sessions.delete(id)))
         const changes = yield* signals.subscribe
+        const session = sessions.get(id)!
+        const other = Option.isNone(features) ? Stream.empty : Stream.merge(
+          Stream.map(features.value.changes, (kind) =>
+            Sse.named("message", encodeNotification(`notifications/${kind}/list_changed`))),
+          features.value.updates.pipe(
+            Stream.filter((uri) =>
+              session.subscribed.has(uri)
+            ),
+            Stream.map((uri) =>
+              Sse.named("message", encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
+            )
+          )
+        )
         return Stream.concat(
           Stream.succeed(Sse.named("endpoint", endpoint)),
           Stream.mergeAll([
             Stream.fromQueue(outbound),
             Stream.map(changes, () => listChanged),
+            other,
             Stream.map(Stream.tick(options.keepAlive).pipe(Stream.drop(1)), () => Sse.keepAlive)
           ], { concurrency: "unbounded" })
         )
@@ -181,7 +200,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         const capabilities = message.params?.capabilities
         session.clientCapabilities = isObject(capabilities) ? capabilities : {}
         const version = isStatefulVersion(requested) ? requested : LATEST_STATEFUL_VERSION
-        return yield* send(encodeResult(message.id, dispatcher.initializeResult(version)))
+        return yield* send(encodeResult(message.id, yield* dispatcher.initializeResult(version, session.caller)))
       }
       if (message.method === "logging/setLevel") {
         const level = ClientRelay.requestedLevel(message.params)
@@ -211,7 +230,12 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           message.params
         ).pipe(
           Effect.matchCauseEffect({
-            onSuccess: (result) => send(encodeResult(message.id, result)),
+            onSuccess: (result) => {
+              const uri = message.params?.uri
+              if (typeof uri === "string" && message.method === "resources/subscribe") session.subscribed.add(uri)
+              if (typeof uri === "string" && message.method === "resources/unsubscribe") session.subscribed.delete(uri)
+              return send(encodeResult(message.id, result))
+            },
             onFailure: (cause) =>
               Cause.hasInterruptsOnly(cause) ? Effect.void : send(encodeError(
                 message.id,

@@ -69,6 +69,7 @@ import type { Caller } from "./Caller.ts"
 import * as Cancellations from "./Cancellations.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
+import { Features, ROUTED_METHODS } from "./Features.ts"
 import { type AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -147,6 +148,9 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   const inflight = new Map<string, Map<string, { fiber: Fiber.Fiber<void> | undefined }>>()
   const standalone = new Map<string, Deferred.Deferred<void>>()
   const listChangedJson = encodeNotification("notifications/tools/list_changed")
+  const features = yield* Effect.serviceOption(Features)
+  // the resources each session of this replica subscribed to (resources/subscribe), for its GET stream
+  const subscribed = new Map<string, Set<string>>()
   const ended = Deferred.await(options.shutdown)
   const relay = yield* Cancellations.relay
 
@@ -231,7 +235,8 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     }
     const created = yield* Effect.exit(store.create(session))
     if (Exit.isFailure(created)) return HttpReply.error(message.id, storeUnavailable)
-    return HttpReply.json(encodeResult(message.id, dispatcher.initializeResult(version)), 200, sessionHeaders(session))
+    const result = yield* dispatcher.initializeResult(version, caller)
+    return HttpReply.json(encodeResult(message.id, result), 200, sessionHeaders(session))
   })
 
   // -------------------------------------------------------------------------
@@ -287,6 +292,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     Effect.suspend(() => {
       const running = inflight.get(sessionId)
       inflight.delete(sessionId)
+      subscribed.delete(sessionId)
       const stream = standalone.get(sessionId)
       standalone.delete(sessionId)
       return Effect.andThen(
@@ -447,10 +453,19 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     }
     return Effect.map(
       Effect.exit(sessionMethod(session, caller, message)),
-      (exit) =>
-        Exit.isSuccess(exit) ?
+      (exit) => {
+        const uri = message.params?.uri
+        if (Exit.isSuccess(exit) && typeof uri === "string") {
+          if (message.method === "resources/subscribe") {
+            const set = subscribed.get(session.id) ?? new Set()
+            if (set.size < 1_000) set.add(uri)
+            subscribed.set(session.id, set)
+          } else if (message.method === "resources/unsubscribe") subscribed.get(session.id)?.delete(uri)
+        }
+        return Exit.isSuccess(exit) ?
           HttpReply.json(encodeResult(message.id, exit.value), 200, sessionHeaders(session)) :
           HttpReply.error(message.id, errorOf(exit), sessionHeaders(session))
+      }
     )
   }
 
@@ -481,8 +496,10 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   ): Effect.Effect<Option.Option<string> | AdmissionRefused> =>
     Effect.gen(function*() {
       const message = classify(value)
-      // a tools/call is charged inside its guard, so that its refusal is audited
-      if (admitted !== undefined && !(message._tag === "Request" && message.method === "tools/call")) {
+      // a tools/call (resources/read, prompts/get, ...) is charged inside its guard, so that its refusal is audited
+      const guarded = message._tag === "Request" &&
+        (message.method === "tools/call" || ROUTED_METHODS.has(message.method))
+      if (admitted !== undefined && !guarded) {
         const charged = yield* Effect.result(admitted)
         if (charged._tag === "Failure") {
           return message._tag === "Request" || message._tag === "Invalid" ?
@@ -658,6 +675,20 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           Stream.runForEach(() => Effect.ignore(store.append(session.id, STANDALONE_STREAM, listChangedJson))),
           Effect.forkScoped
         )
+        if (Option.isSome(features)) {
+          // prompts and resources list changes, and updates of the resources this session subscribed to
+          const other = Stream.merge(
+            Stream.map(features.value.changes, (kind) => encodeNotification(`notifications/${kind}/list_changed`)),
+            features.value.updates.pipe(
+              Stream.filter((uri) => subscribed.get(session.id)?.has(uri) === true),
+              Stream.map((uri) => encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
+            )
+          )
+          yield* other.pipe(
+            Stream.runForEach((json) => Effect.ignore(store.append(session.id, STANDALONE_STREAM, json))),
+            Effect.forkScoped
+          )
+        }
         const replayed = yield* replayFrames(session, STANDALONE_STREAM, from).pipe(
           Effect.catchCause(() => Effect.succeed(Stream.empty))
         )

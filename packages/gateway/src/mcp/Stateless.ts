@@ -42,6 +42,7 @@ import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher, type HeaderBinding, isKnownMethod } from "./Dispatcher.ts"
+import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
   encodeError,
@@ -146,6 +147,7 @@ export const checkParamHeaders = (
 export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
   const dispatcher = yield* Dispatcher
   const signals = yield* ListChangedSignals
+  const features = yield* Effect.serviceOption(Features)
   const supported = { supported: SUPPORTED_VERSIONS }
 
   /** Rules 1-5; the request context when the request may be dispatched. */
@@ -314,7 +316,17 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
         )
       )
     }
-    const honored = filter.toolsListChanged === true ? { toolsListChanged: true } : {}
+    // tools always; prompts, resources and resource subscriptions when the caller's view can have them
+    const uris = Array.isArray(filter.resourceSubscriptions)
+      ? filter.resourceSubscriptions.filter((u): u is string => typeof u === "string").slice(0, 1_000)
+      : []
+    const honored: Record<string, unknown> = {
+      ...(filter.toolsListChanged === true ? { toolsListChanged: true } : {}),
+      ...(Option.isSome(features) && filter.promptsListChanged === true ? { promptsListChanged: true } : {}),
+      ...(Option.isSome(features) && filter.resourcesListChanged === true ? { resourcesListChanged: true } : {}),
+      ...(Option.isSome(features) && uris.length > 0 ? { resourceSubscriptions: uris } : {})
+    }
+    const wanted = new Set(uris)
     const idJson = JSON.stringify(message.id)
     const meta = `"_meta":{${JSON.stringify(Meta.subscriptionId)}:${idJson}}`
     const ack = Sse.message(
@@ -334,8 +346,22 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     )
     const events = Stream.unwrap(Effect.gen(function*() {
       const changes = honored.toolsListChanged === true ? yield* signals.subscribe : Stream.never
+      const other = Option.isNone(features) ? Stream.empty : Stream.merge(
+        features.value.changes.pipe(
+          Stream.filter((kind) =>
+            kind === "prompts" ? honored.promptsListChanged === true : honored.resourcesListChanged === true
+          ),
+          Stream.map((kind) => Sse.message(encodeNotification(`notifications/${kind}/list_changed`, `{${meta}}`)))
+        ),
+        features.value.updates.pipe(
+          Stream.filter((uri) => wanted.has(uri)),
+          Stream.map((uri) =>
+            Sse.message(encodeNotification("notifications/resources/updated", `{${meta},"uri":${JSON.stringify(uri)}}`))
+          )
+        )
+      )
       const live = Stream.merge(
-        Stream.map(changes, () => changed),
+        Stream.merge(Stream.map(changes, () => changed), other),
         Stream.map(Stream.tick(options.keepAlive).pipe(Stream.drop(1)), () => Sse.keepAlive)
       ).pipe(Stream.interruptWhen(Deferred.await(options.shutdown)))
       return Stream.concat(Stream.concat(Stream.succeed(ack), live), Stream.succeed(ended))

@@ -135,7 +135,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
           )
         )
       ),
-    guardCall: (caller, toolName, call, admitted) =>
+    guardCall: (caller, toolName, call, admitted, method) =>
       Effect.withFiber((fiber) => {
         const context = fiber.context
         const started = performance.now()
@@ -155,7 +155,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         )
         const traced = tracing(fiber)
         const exemplar = traced && fiber.getRef(Metrics.ExemplarsEnabled)
-        const observed = guard.guardCall(caller, toolName, permitted, admitted).pipe(
+        const observed = guard.guardCall(caller, toolName, permitted, admitted, method).pipe(
           Effect.onExit((exit) =>
             Effect.withFiber((inner) => {
               const outcome = outcomeOf(exit)
@@ -183,7 +183,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         return Effect.withSpan(observed, SpanNames.toolCall(toolName), {
           kind: "server",
           attributes: {
-            "mcp.method.name": "tools/call",
+            "mcp.method.name": method ?? "tools/call",
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": toolName,
             "janus.caller.id": caller.id

@@ -11,10 +11,19 @@
  * lists polled every `pollIntervalMs`, 1 s here); a tool added on each
  * reaches the client (a `tools/list_changed`, then the tool in `tools/list`)
  * within the poll interval plus one list round-trip; and polls that find
- * nothing new send the client nothing.
+ * nothing new send the client nothing. The same for their prompts and
+ * resources: listed, and a prompt and a resource added on each reach the
+ * client (`prompts/list_changed`, `resources/list_changed`, then the new
+ * item listed and readable) within the poll interval.
  */
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, Connections } from "@janus/storage"
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import {
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as GatewayTesting from "../../src/testing.ts"
@@ -128,5 +137,68 @@ layer(TestLayer, { timeout: 90_000, excludeTestServices: true })("change channel
       for (const name of ["ndjson", "status500", "closeAtOnce"]) {
         assert.strictEqual((yield* upstreams)[name]!.state, "healthy")
       }
+    })))
+
+  it.effect("their prompts and resources stay listed, and a prompt and a resource added on each reach the client", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const servers = yield* Servers
+      const url = yield* HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base)))
+      const changed = { prompts: 0, resources: 0 }
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new ClientV1({ name: "features-channel-test", version: "1" })
+          client.setNotificationHandler(PromptListChangedNotificationSchema, () => {
+            changed.prompts++
+          })
+          client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+            changed.resources++
+          })
+          await client.connect(new StreamableHTTPClientTransport(url))
+          return client
+        }),
+        (client) => Effect.promise(() => client.close())
+      )
+      const prompts = Effect.promise(() => client.listPrompts()).pipe(Effect.map((r) => r.prompts.map((p) => p.name)))
+      const resources = Effect.promise(() => client.listResources()).pipe(
+        Effect.map((r) => r.resources.map((p) => p.uri))
+      )
+      const modes = ["ndjson", "status500", "closeAtOnce"] as const
+      yield* waitUntil(
+        Effect.map(prompts, (n) => modes.every((m) => n.includes(`${m}/greet`))),
+        "the three upstreams' prompts"
+      )
+      assert.includeMembers(yield* resources, modes.map((m) => `test://${m}/static`))
+      for (const mode of modes) {
+        const read = yield* Effect.promise(() => client.readResource({ uri: `test://${mode}/static` }))
+        assert.deepStrictEqual(read.contents, [{
+          uri: `test://${mode}/static`,
+          mimeType: "text/plain",
+          text: `test://${mode}/static of ${mode}`
+        }])
+      }
+      // the GET stream (where list changes arrive) is open once the client has listed
+      yield* Effect.sleep("500 millis")
+      for (const mode of modes) {
+        const before = { ...changed }
+        const started = Date.now()
+        servers[mode].addPrompt(`late_${mode}`)
+        servers[mode].addResource(`test://${mode}/late`)
+        yield* waitUntil(
+          Effect.sync(() => changed.prompts > before.prompts && changed.resources > before.resources),
+          `prompts and resources list_changed after ${mode} added some`,
+          10
+        )
+        const elapsed = Date.now() - started
+        assert.isBelow(elapsed, POLL_MS + 1_500, `${mode}: ${elapsed} ms`)
+        assert.include(yield* prompts, `${mode}/late_${mode}`)
+        assert.include(yield* resources, `test://${mode}/late`)
+        const got = yield* Effect.promise(() => client.getPrompt({ name: `${mode}/late_${mode}` }))
+        assert.deepStrictEqual(got.messages, [{
+          role: "user",
+          content: { type: "text", text: `late_${mode} from ${mode}` }
+        }])
+      }
+      const statuses = yield* upstreams
+      for (const mode of modes) assert.strictEqual(statuses[mode]!.state, "healthy")
     })))
 })

@@ -8,106 +8,20 @@
  * `requestState` through the SDK's codec).
  */
 import { toNodeHandler } from "@modelcontextprotocol/node"
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import {
   acceptedContent,
+  completable,
   createMcpHandler,
   createRequestStateCodec,
   inputRequired,
-  McpServer as McpServerV2
+  McpServer as McpServerV2,
+  ResourceTemplate
 } from "@modelcontextprotocol/server"
-import { z } from "zod"
-import { serveMcp, v1Sessions } from "./upstreams.ts"
-
-// a 1x1 red PNG and a tiny WAV header
-const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-const WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-const makeServer = () => {
-  const server = new McpServer(
-    { name: "conformance-upstream", version: "1.0.0" },
-    { capabilities: { logging: {}, tools: {} } }
-  )
-  server.registerTool("test_simple_text", { description: "Returns simple text" }, async () => ({
-    content: [{ type: "text", text: "This is a simple text response for testing." }]
-  }))
-  server.registerTool("test_image_content", { description: "Returns an image" }, async () => ({
-    content: [{ type: "image", data: PNG, mimeType: "image/png" }]
-  }))
-  server.registerTool("test_audio_content", { description: "Returns audio" }, async () => ({
-    content: [{ type: "audio", data: WAV, mimeType: "audio/wav" }]
-  }))
-  const resource = {
-    type: "resource" as const,
-    resource: { uri: "test://embedded-resource", mimeType: "text/plain", text: "This is an embedded resource content." }
-  }
-  server.registerTool("test_embedded_resource", { description: "Returns an embedded resource" }, async () => ({
-    content: [resource]
-  }))
-  server.registerTool("test_multiple_content_types", { description: "Returns text, image and resource" }, async () => ({
-    content: [
-      { type: "text", text: "Multiple content types test:" },
-      { type: "image", data: PNG, mimeType: "image/png" },
-      resource
-    ]
-  }))
-  server.registerTool("test_tool_with_logging", { description: "Logs three messages" }, async (extra) => {
-    for (const data of ["Tool execution started", "Tool processing data", "Tool execution completed"]) {
-      await extra.sendNotification({ method: "notifications/message", params: { level: "info", data } })
-      await sleep(50)
-    }
-    return { content: [{ type: "text", text: "Tool with logging executed successfully" }] }
-  })
-  server.registerTool("test_error_handling", { description: "Always fails" }, async () => ({
-    isError: true,
-    content: [{ type: "text", text: "This tool intentionally returns an error for testing" }]
-  }))
-  server.registerTool("test_tool_with_progress", { description: "Reports progress" }, async (extra) => {
-    const token = extra._meta?.progressToken
-    for (const progress of [0, 50, 100]) {
-      if (token !== undefined) {
-        await extra.sendNotification({
-          method: "notifications/progress",
-          params: { progressToken: token, progress, total: 100, message: `Completed step ${progress}` }
-        })
-      }
-      await sleep(50)
-    }
-    return { content: [{ type: "text", text: String(token ?? "no token") }] }
-  })
-  server.registerTool("test_sampling", {
-    description: "Asks the client to sample",
-    inputSchema: { prompt: z.string() }
-  }, async ({ prompt }, extra) => {
-    const result = await extra.sendRequest({
-      method: "sampling/createMessage",
-      params: { messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens: 100 }
-    }, CreateMessageResultSchema)
-    const text = result.content.type === "text" ? result.content.text : "(not text)"
-    return { content: [{ type: "text", text: `LLM response: ${text}` }] }
-  })
-  server.registerTool("test_elicitation", {
-    description: "Asks the user",
-    inputSchema: { message: z.string() }
-  }, async ({ message }, extra) => {
-    const result = await extra.sendRequest({
-      method: "elicitation/create",
-      params: {
-        message,
-        requestedSchema: {
-          type: "object",
-          properties: { username: { type: "string" }, email: { type: "string" } },
-          required: ["username", "email"]
-        }
-      }
-    }, ElicitResultSchema)
-    return { content: [{ type: "text", text: `User response: action=${result.action}` }] }
-  })
-  return server
-}
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { registerFeatures } from "./conformance-features.ts"
+import { makeServer } from "./conformance-server.ts"
+import { readJson, serveMcp, v1Sessions } from "./upstreams.ts"
 
 export interface ConformanceUpstream {
   readonly url: string
@@ -115,9 +29,32 @@ export interface ConformanceUpstream {
 }
 
 /** Starts the upstream on an ephemeral loopback port (`/mcp`). */
-export const start = async (): Promise<ConformanceUpstream> => {
-  const { handle, sessions } = v1Sessions(makeServer)
+export const start = async (tag = ""): Promise<ConformanceUpstream> => {
+  const { handle, sessions } = v1Sessions(() => makeServer(tag))
   return serveMcp(handle, () => sessions.clear())
+}
+
+/** The same server over the deprecated HTTP+SSE transport: its URL is the SSE endpoint (`/sse`). */
+export const startSse = async (): Promise<ConformanceUpstream> => {
+  const transports = new Map<string, SSEServerTransport>()
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1")
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res)
+      transports.set(transport.sessionId, transport)
+      res.on("close", () => transports.delete(transport.sessionId))
+      await makeServer().connect(transport)
+      return
+    }
+    const transport = transports.get(url.searchParams.get("sessionId") ?? "")
+    if (req.method !== "POST" || url.pathname !== "/messages" || transport === undefined) {
+      res.writeHead(404).end()
+      return
+    }
+    return transport.handlePostMessage(req, res, await readJson(req))
+  }
+  const served = await serveMcp(handle, () => transports.clear())
+  return { url: served.url.replace(/\/mcp$/, "/sse"), stop: served.stop }
 }
 
 interface FlowState {
@@ -133,9 +70,10 @@ const nameSchema = { type: "object" as const, properties: { name: { type: "strin
 
 const modernServer = () => {
   const server = new McpServerV2({ name: "conformance-upstream-v2", version: "2.0.0" }, {
-    capabilities: { tools: {} },
+    capabilities: { tools: {}, resources: {}, prompts: {}, completions: {} },
     requestState: { verify: (state, ctx) => codec.verify(state, ctx) }
   })
+  registerFeatures(server as never, { ResourceTemplate, completable } as never)
   const stateOf = (ctx: { readonly mcpReq: { readonly requestState: () => unknown } }, tool: string) => {
     const state = ctx.mcpReq.requestState() as FlowState | string | undefined
     return typeof state === "object" && state !== null && state.tool === tool ? state.round : 0

@@ -16,6 +16,15 @@
  * server serves them with `bareNames` (the two upstreams' names are unique);
  * `/mcp` keeps them prefixed (`conf/test_simple_text`).
  *
+ * Issue #17: `resources-*`, `prompts-*` and `completion-complete` (0.1.16,
+ * 2025-11-25) against the v1 upstream alone and through Janus with that same
+ * server reached over streamable HTTP (`conf`), HTTP+SSE (`confsse`) and
+ * stdio (`confstdio`, `conformance-stdio.ts` run by Node), each alone in a
+ * `bareNames` virtual server (the suite asks for bare prompt names); and
+ * with conformance-next at `--spec-version 2026-07-28` against the v2
+ * upstream alone and through Janus (`features-modern`), where no check fails
+ * through Janus at all.
+ *
  * No scenario fails through Janus only (the known-gap lists are empty);
  * non-tool-request fails alone too ({@link MODERN_BASELINE}). Not run: the 2026-07-28 runs of
  * `tools-call-*` (the v1 upstream does not speak that revision, so "the
@@ -25,6 +34,7 @@ import { assert, layer } from "@effect/vitest"
 import { Connections, VirtualServers } from "@janus/storage"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import * as Path from "node:path"
 import * as GatewayTesting from "../../src/testing.ts"
 import { NEXT, type Run, run, STABLE, summarize } from "../support/Conformance.ts"
 import * as ConformanceUpstream from "./conformance-upstream.ts"
@@ -134,8 +144,28 @@ class Upstream extends Context.Service<Upstream, ConformanceUpstream.Conformance
 
 const UpstreamLive = Layer.effect(
   Upstream,
-  Effect.acquireRelease(Effect.promise(ConformanceUpstream.start), (u) => Effect.promise(() => u.stop()))
+  Effect.acquireRelease(Effect.promise(() => ConformanceUpstream.start()), (u) => Effect.promise(() => u.stop()))
 )
+
+class SseUpstream extends Context.Service<SseUpstream, ConformanceUpstream.ConformanceUpstream>()(
+  "test/federation/ConformanceSseUpstream"
+) {}
+
+const SseUpstreamLive = Layer.effect(
+  SseUpstream,
+  Effect.acquireRelease(Effect.promise(ConformanceUpstream.startSse), (u) => Effect.promise(() => u.stop()))
+)
+
+/** The same v1 server as a stdio program. */
+const STDIO_SERVER = Path.join(import.meta.dirname, "conformance-stdio.ts")
+
+/** The feature views: one virtual server per upstream transport (and the 2026-07-28 upstream). */
+const FEATURE_VIEWS = {
+  "streamable-http": "features",
+  sse: "features-sse",
+  stdio: "features-stdio",
+  modern: "features-modern"
+} as const
 
 const Seed = Layer.effectDiscard(Effect.gen(function*() {
   const upstream = yield* Upstream
@@ -156,18 +186,42 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
     timeoutMs: 20_000
   })
   yield* (yield* VirtualServers).create({ name: "conformance", tools: ["conf/*", "conf2/*"], bareNames: true })
+  yield* (yield* Connections).create({
+    kind: "mcp",
+    name: "confsse",
+    url: (yield* SseUpstream).url,
+    transport: "sse",
+    egressAllowList: ["127.0.0.1"],
+    timeoutMs: 20_000
+  })
+  yield* (yield* Connections).create({
+    kind: "mcp",
+    transport: "stdio",
+    name: "confstdio",
+    command: process.execPath,
+    args: [STDIO_SERVER],
+    timeoutMs: 20_000
+  })
+  const views = yield* VirtualServers
+  yield* views.create({ name: FEATURE_VIEWS["streamable-http"], tools: ["conf/*"], bareNames: true })
+  yield* views.create({ name: FEATURE_VIEWS.sse, tools: ["confsse/*"], bareNames: true })
+  yield* views.create({ name: FEATURE_VIEWS.stdio, tools: ["confstdio/*"], bareNames: true })
+  yield* views.create({ name: FEATURE_VIEWS.modern, tools: ["conf2/*"], bareNames: true })
 }))
 
 const TestLayer = Seed.pipe(
-  Layer.provideMerge(GatewayTesting.layer()),
-  Layer.provideMerge(Layer.merge(UpstreamLive, ModernUpstreamLive))
+  Layer.provideMerge(GatewayTesting.layer({ config: { JANUS_STDIO_COMMANDS: [process.execPath] } })),
+  Layer.provideMerge(Layer.mergeAll(UpstreamLive, ModernUpstreamLive, SseUpstreamLive))
 )
+
+const viewUrl = (view: string) =>
+  HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(`/servers/${view}/mcp`, base).href))
 
 const janusUrl = HttpServer.addressFormattedWith((base) =>
   Effect.succeed(new URL("/servers/conformance/mcp", base).href)
 )
 
-const listedNames = (url: string) =>
+const listedNames = (url: string, method = "tools/list") =>
   Effect.promise(async () => {
     const response = await fetch(url, {
       method: "POST",
@@ -175,12 +229,12 @@ const listedNames = (url: string) =>
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/list"
+        "mcp-method": method
       },
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,
-        method: "tools/list",
+        method,
         params: {
           _meta: {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -236,4 +290,93 @@ layer(TestLayer, { excludeTestServices: true, timeout: 300_000 })("conformance t
       }),
     { timeout: 300_000 }
   )
+
+  it.effect(
+    "resources-*, prompts-*, completion-complete: every check passing against the upstream alone passes through Janus, over streamable HTTP, HTTP+SSE and stdio",
+    () =>
+      Effect.gen(function*() {
+        const upstream = yield* Upstream
+        const transports = ["streamable-http", "sse", "stdio"] as const
+        const urls = yield* Effect.forEach(transports, (t) => viewUrl(FEATURE_VIEWS[t]))
+        for (const url of urls) {
+          yield* waitUntil(
+            Effect.map(listedNames(url, "prompts/list"), (names) => names.includes("test_simple_prompt")),
+            `federated prompts at ${url}`
+          )
+        }
+        const runs = yield* Effect.all(
+          featureScenarios.flatMap((scenario) => [
+            run("upstream", STABLE, upstream.url, scenario),
+            ...transports.map((t, i) => run(t, STABLE, urls[i]!, scenario))
+          ]),
+          { concurrency: 6 }
+        )
+        console.log(runs.map(summarize).join("\n"))
+        for (const t of transports) {
+          const relabelled = runs.filter((r) => r.label === "upstream" || r.label === t).map((r) =>
+            r.label === t ? { ...r, label: "janus" } : r
+          )
+          compare(relabelled, featureScenarios, featureScenarios, [])
+        }
+      }),
+    { timeout: 300_000 }
+  )
+
+  it.effect(
+    "resources-*, prompts-*, completion-complete at --spec-version 2026-07-28: no check fails through Janus",
+    () =>
+      Effect.gen(function*() {
+        const upstream = yield* ModernUpstream
+        const url = yield* viewUrl(FEATURE_VIEWS.modern)
+        yield* waitUntil(
+          Effect.map(listedNames(url, "prompts/list"), (names) => names.includes("test_simple_prompt")),
+          "federated prompts"
+        )
+        const runs = yield* Effect.all(
+          modernFeatureScenarios.flatMap((scenario) => [
+            run("upstream", NEXT, upstream.url, scenario, "2026-07-28"),
+            run("janus", NEXT, url, scenario, "2026-07-28")
+          ]),
+          { concurrency: 6 }
+        )
+        console.log(runs.map(summarize).join("\n"))
+        compare(runs, modernFeatureScenarios, [], [])
+        const failed = runs.filter((r) => r.label === "janus").flatMap((r) =>
+          r.checks.filter((c) => c.status === "FAILURE").map((c) => `${r.scenario} ${c.id}: ${c.errorMessage}`)
+        )
+        assert.deepStrictEqual(failed, [])
+      }),
+    { timeout: 300_000 }
+  )
 })
+
+/** The scenarios of resources, prompts and completion in 0.1.16 (2025-06-18 and 2025-11-25). */
+const featureScenarios = [
+  "resources-list",
+  "resources-read-text",
+  "resources-read-binary",
+  "resources-templates-read",
+  "resources-subscribe",
+  "resources-unsubscribe",
+  "prompts-list",
+  "prompts-get-simple",
+  "prompts-get-with-args",
+  "prompts-get-embedded-resource",
+  "prompts-get-with-image",
+  "completion-complete"
+]
+
+/** Those of conformance-next at 2026-07-28 (no subscribe: that revision subscribes through listen). */
+const modernFeatureScenarios = [
+  "resources-list",
+  "resources-read-text",
+  "resources-read-binary",
+  "resources-templates-read",
+  "sep-2164-resource-not-found",
+  "prompts-list",
+  "prompts-get-simple",
+  "prompts-get-with-args",
+  "prompts-get-embedded-resource",
+  "prompts-get-with-image",
+  "completion-complete"
+]

@@ -469,17 +469,37 @@ export type ListenMode = "ndjson" | "status500" | "closeAtOnce"
  * per line (the acknowledgement first, then `tools/list_changed` when a tool
  * is added), as some servers do; `status500` answers HTTP 500;
  * `closeAtOnce` answers 200 `text/event-stream` and ends the stream at once.
- * Every other request goes to the SDK.
+ * Every other request goes to the SDK. It also has a prompt (`greet`) and a
+ * resource (`test://<mode>/static`); `addPrompt` / `addResource` add more
+ * (announced like tools).
  */
-export const v2Listen = async (mode: ListenMode): Promise<V2Upstream & { readonly listens: () => number }> => {
+export const v2Listen = async (mode: ListenMode): Promise<
+  V2Upstream & {
+    readonly listens: () => number
+    readonly addPrompt: (name: string) => void
+    readonly addResource: (uri: string) => void
+  }
+> => {
   const observed: Observed = { cancelled: 0, calls: 0, authorization: [] }
   const extraTools = new Set<string>()
+  const extraPrompts = new Set<string>()
+  const extraResources = new Set<string>()
   const open = new Set<ServerResponse>()
   let listens = 0
   const factory = () => {
     const server = new McpServerV2({ name: `upstream-${mode}`, version: "2.0.0" }, {
-      capabilities: { tools: { listChanged: true } }
+      capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } }
     })
+    for (const name of ["greet", ...extraPrompts]) {
+      server.registerPrompt(name, { description: `prompt ${name}` }, async () => ({
+        messages: [{ role: "user", content: { type: "text", text: `${name} from ${mode}` } }]
+      }))
+    }
+    for (const uri of [`test://${mode}/static`, ...extraResources]) {
+      server.registerResource(uri, uri, { mimeType: "text/plain" }, async () => ({
+        contents: [{ uri, mimeType: "text/plain", text: `${uri} of ${mode}` }]
+      }))
+    }
     server.registerTool("echo", {
       description: "Echoes its text",
       inputSchema: z.object({ text: z.string() })
@@ -530,6 +550,18 @@ export const v2Listen = async (mode: ListenMode): Promise<V2Upstream & { readonl
       extraTools.add(name)
       for (const res of open) {
         res.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" })}\n`)
+      }
+    },
+    addPrompt: (name) => {
+      extraPrompts.add(name)
+      for (const res of open) {
+        res.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/prompts/list_changed" })}\n`)
+      }
+    },
+    addResource: (uri) => {
+      extraResources.add(uri)
+      for (const res of open) {
+        res.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/resources/list_changed" })}\n`)
       }
     }
   }

@@ -378,7 +378,17 @@ export const Connections = () => {
                     upstream {upstreamOf(c)?.state ?? "unknown"}
                   </span>
                   {upstreamOf(c)?.toolCount !== undefined && ` ${upstreamOf(c).toolCount} tool(s)`}
+                  {upstreamOf(c)?.promptCount > 0 && ` · ${upstreamOf(c).promptCount} prompt(s)`}
+                  {upstreamOf(c)?.resourceCount > 0 && ` · ${upstreamOf(c).resourceCount} resource(s)`}
                   {upstreamOf(c)?.pid != null && ` · pid ${upstreamOf(c).pid}`}
+                  {upstreamOf(c)?.collisions?.length > 0 && (
+                    <div class="hint" data-testid={`collisions-${c.name}`}>
+                      shares{" "}
+                      {upstreamOf(c).collisions.map((x: { kind: string; name: string; view: string }) =>
+                        `${x.kind} ${x.name} (${x.view})`
+                      ).join(", ")} with another upstream: see /api/v1/upstreams
+                    </div>
+                  )}
                   {upstreamOf(c)?.changeChannel === "closed" && (
                     <div class="hint" data-testid={`channel-${c.name}`}>
                       changes polled every {upstreamOf(c).pollIntervalMs / 1000} s ({upstreamOf(c).changeChannelDetail})

@@ -1,0 +1,315 @@
+/**
+ * The resources, resource templates, prompts and completion of every
+ * `kind: mcp` connection, federated: the `Features` the MCP endpoint serves,
+ * over the upstream pool the federated tools use.
+ *
+ * **Rules**
+ *
+ * - Views, naming, collisions and routing are `FeatureNames.ts`'s. Lists
+ *   never call an upstream (the pool holds every upstream's lists); a view
+ *   is computed once per pool change, configuration snapshot and view.
+ * - `resources/read`, `prompts/get` and `completion/complete` go to the
+ *   owning upstream under its own names (a prompt's upstream name, a
+ *   resource's upstream URI, `ref` rewritten likewise), bounded by the
+ *   connection's `timeoutMs`. An upstream's JSON-RPC error is relayed with
+ *   its code, message and data; an unavailable upstream or a transport
+ *   failure is a refusal (`unavailable`, `timeout`), and asks the pool to
+ *   list that upstream again.
+ * - `completion/complete` for an upstream that does not announce
+ *   `completions` answers an empty completion without calling it.
+ * - `resources/subscribe` / `unsubscribe` are forwarded once per upstream
+ *   and URI (counted across clients: the first subscribe and the last
+ *   unsubscribe go upstream) to upstreams announcing `resources.subscribe`
+ *   on a 2025 session; 2026-07-28 upstreams and those without subscribe are
+ *   answered `{}` (their changes arrive as list changes). Upstream
+ *   `notifications/resources/updated` come out on `updates` twice: with the
+ *   URI as the upstream gives it and as `janus://<connection>/<uri>`, so a
+ *   client subscribed to either form hears of it.
+ * - Redaction (when on) covers `contents` of resources/read and `messages` of
+ *   prompts/get; the count goes to the audit record.
+ * - Response cache: a 2026-07-28 result with `ttlMs > 0` is reused for that
+ *   long, for the same caller (`cacheScope: "private"`, the default) or for
+ *   every caller of the same view (`public`); a cached answer is audited
+ *   with `cached`.
+ *
+ * @since 0.1.0
+ */
+import type { ConfigCache, ConfigSnapshot } from "@janus/storage"
+import { Duration, Effect, Option, PubSub, Stream } from "effect"
+import { CurrentCall } from "../calls/CallRecord.ts"
+import type { Caller } from "../mcp/Caller.ts"
+import { type ChangeKind, type FeatureCapabilities, Features, RESOURCE_NOT_FOUND, type Route } from "../mcp/Features.ts"
+import { ProtocolError } from "../mcp/JsonRpc.ts"
+import { Meta } from "../mcp/Protocol.ts"
+import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
+import { Redactor } from "../redaction/index.ts"
+import { type UpstreamError } from "./Errors.ts"
+import { qualify } from "./FeatureNames.ts"
+import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureView.ts"
+import type { Params } from "./upstream/Wire.ts"
+import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
+
+const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The result as the gateway passes it on: no `resultType`, no upstream `serverInfo` `_meta`. */
+const clean = (result: Params): Params => {
+  const { resultType: _, ...rest } = result
+  if (isObject(rest._meta) && Meta.serverInfo in rest._meta) {
+    const { [Meta.serverInfo]: _s, ...meta } = rest._meta
+    if (Object.keys(meta).length > 0) return { ...rest, _meta: meta }
+    const { _meta: _m, ...plain } = rest
+    return plain
+  }
+  return rest
+}
+
+const notFound = (uri: string): ProtocolError =>
+  new ProtocolError({
+    code: RESOURCE_NOT_FOUND,
+    message: `Resource ${
+      JSON.stringify(uri)
+    } not found: no upstream in this view lists it or has a template matching it; call resources/list and resources/templates/list`,
+    data: { uri },
+    status: 200
+  })
+
+export interface FederatedFeatures {
+  readonly features: Features["Service"]
+  /** Collisions of every view, for `/api/v1/upstreams`. */
+  readonly collisions: Effect.Effect<ReadonlyArray<Collision>>
+  /** Signals the endpoint that lists of `kind` changed. */
+  readonly changed: (kind: ChangeKind) => Effect.Effect<void>
+}
+
+export const make = Effect.fnUntraced(function*(
+  pool: () => UpstreamPool,
+  config: ConfigCache["Service"]
+) {
+  const redactor = yield* Effect.serviceOption(Redactor)
+  const changes = yield* PubSub.unbounded<ChangeKind>()
+  let version = 0
+  const views = new WeakMap<ConfigSnapshot, Map<string, { version: number; view: View }>>()
+  const subscriptions = new Map<string, number>()
+  const cache = new Map<string, { readonly expires: number; readonly result: Params }>()
+
+  const viewKey = (caller: Caller) =>
+    `${caller.virtualServer ?? ""}\u0000${caller.tools === null || caller.tools === undefined ? "*" : caller.id}`
+
+  const view = (caller: Caller) =>
+    Effect.map(Effect.orElseSucceed(config.snapshot, () => undefined), (snapshot) => {
+      const upstreams = [...pool().upstreams.values()]
+      if (snapshot === undefined) return viewOf(upstreams, undefined, caller)
+      let bySnapshot = views.get(snapshot)
+      if (bySnapshot === undefined) {
+        bySnapshot = new Map()
+        views.set(snapshot, bySnapshot)
+      }
+      const key = viewKey(caller)
+      const last = bySnapshot.get(key)
+      if (last !== undefined && last.version === version) return last.view
+      const computed = viewOf(upstreams, snapshot, caller)
+      if (bySnapshot.size > 10_000) bySnapshot.clear()
+      bySnapshot.set(key, { version, view: computed })
+      return computed
+    })
+
+  const failure =
+    (label: string, u: Upstream) => (error: UpstreamError): Effect.Effect<never, ProtocolError | ToolCallRefused> => {
+      if (error.kind === "rpc") {
+        return Effect.fail(
+          new ProtocolError({
+            code: error.code ?? -32603,
+            message: error.detail,
+            ...(error.data === undefined ? {} : { data: error.data }),
+            status: 200
+          })
+        )
+      }
+      const refusal = new ToolCallRefused({
+        name: label,
+        reason: error.kind === "timeout" ? "timeout" : error.kind === "refused" ? "denied" : "unavailable",
+        detail: error.message
+      })
+      return error.kind === "unavailable" || error.kind === "timeout"
+        ? Effect.andThen(u.refresh(), Effect.fail(refusal))
+        : Effect.fail(refusal)
+    }
+
+  const redact = (result: Params, field: string) =>
+    Effect.gen(function*() {
+      if (Option.isNone(redactor) || !redactor.value.enabled || result[field] === undefined) return result
+      const redacted = yield* redactor.value.redactJson(result[field]).pipe(Effect.orElseSucceed(() => undefined))
+      if (redacted === undefined || redacted.total === 0) return result
+      const record = yield* Effect.serviceOption(CurrentCall)
+      if (Option.isSome(record)) record.value.redactions += redacted.total
+      return { ...result, [field]: redacted.value }
+    })
+
+  /** One request to `target`'s upstream, audited and cached as the module doc says. */
+  const send = (
+    caller: Caller,
+    target: RouteTarget,
+    method: string,
+    params: Params
+  ): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
+    Effect.gen(function*() {
+      const u = target.upstream
+      const record = yield* Effect.serviceOption(CurrentCall)
+      const body = JSON.stringify(params)
+      if (Option.isSome(record)) {
+        record.value.connection = u.connection.name
+        record.value.bytesOut = body.length
+      }
+      const session = u.session
+      if (session === undefined || u.state !== "healthy") {
+        return yield* new ToolCallRefused({
+          name: target.label,
+          reason: "unavailable",
+          detail: `the upstream MCP server ${u.connection.name} is unavailable (${u.lastError ?? "connecting"})`
+        })
+      }
+      const now = Date.now()
+      const shared = `${u.connection.name}\u0000${method}\u0000${body}`
+      for (const key of [`${caller.id}\u0000${shared}`, `*${viewKey(caller)}\u0000${shared}`]) {
+        const hit = cache.get(key)
+        if (hit !== undefined && hit.expires > now) {
+          if (Option.isSome(record)) record.value.cached = true
+          return hit.result
+        }
+      }
+      const raw = yield* session.request(method, params, { timeout: Duration.millis(u.connection.timeoutMs) }).pipe(
+        Effect.catch(failure(target.label, u))
+      )
+      if (Option.isSome(record)) record.value.bytesIn = JSON.stringify(raw).length
+      let result = clean(raw)
+      if (method === "resources/read") result = yield* redact(result, "contents")
+      if (method === "prompts/get") result = yield* redact(result, "messages")
+      const ttl = typeof raw.ttlMs === "number" && Number.isFinite(raw.ttlMs) ? raw.ttlMs : 0
+      if (ttl > 0 && session.era === "stateless") {
+        if (cache.size > 10_000) cache.clear()
+        const key = raw.cacheScope === "public" ? `*${viewKey(caller)}\u0000${shared}` : `${caller.id}\u0000${shared}`
+        cache.set(key, { expires: now + Math.min(ttl, 3_600_000), result })
+      }
+      return result
+    })
+
+  const subscription = (
+    caller: Caller,
+    target: RouteTarget,
+    subscribe: boolean
+  ): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
+    Effect.suspend(() => {
+      const u = target.upstream
+      const key = `${u.connection.name}\u0000${target.name}`
+      const count = subscriptions.get(key) ?? 0
+      const next = subscribe ? count + 1 : Math.max(0, count - 1)
+      if (next === 0) subscriptions.delete(key)
+      else subscriptions.set(key, next)
+      const resources = u.session?.capabilities.resources
+      const forwards = u.session?.era === "stateful" && isObject(resources) && resources.subscribe === true &&
+        (subscribe ? count === 0 : count === 1)
+      if (!forwards) return Effect.succeed({})
+      return send(caller, target, subscribe ? "resources/subscribe" : "resources/unsubscribe", {
+        uri: target.name
+      })
+    })
+
+  const route = (
+    caller: Caller,
+    method: string,
+    params: Params
+  ): Effect.Effect<Route, ProtocolError> =>
+    Effect.flatMap(view(caller), (v) => {
+      switch (method) {
+        case "prompts/get": {
+          const target = v.promptByName.get(params.name as string)
+          if (target === undefined) {
+            return Effect.fail(ProtocolError.invalidParams(
+              `Unknown prompt ${JSON.stringify(params.name)}: no prompt of that name is available to this caller; ` +
+                "call prompts/list for the available prompts"
+            ))
+          }
+          return Effect.succeed({
+            label: target.label,
+            run: send(caller, target, method, { ...params, name: target.name })
+          })
+        }
+        case "completion/complete": {
+          const ref = params.ref as Params
+          const target = ref.type === "ref/prompt"
+            ? v.promptByName.get(String(ref.name))
+            : v.templateByServed.get(String(ref.uri)) ?? v.resourceByUri.get(String(ref.uri))
+          if (target === undefined) {
+            return Effect.fail(ProtocolError.invalidParams(
+              `completion/complete: ${ref.type === "ref/prompt" ? "prompt" : "resource template"} ${
+                JSON.stringify(ref.type === "ref/prompt" ? ref.name : ref.uri)
+              } is not available to this caller; call prompts/list or resources/templates/list`
+            ))
+          }
+          const completions = target.upstream.session?.capabilities.completions
+          const upstreamRef = ref.type === "ref/prompt" ? { ...ref, name: target.name } : { ...ref, uri: target.name }
+          return Effect.succeed({
+            label: target.label,
+            run: isObject(completions)
+              ? send(caller, target, method, { ...params, ref: upstreamRef })
+              : Effect.succeed({ completion: { values: [], hasMore: false } })
+          })
+        }
+        default: {
+          const uri = params.uri as string
+          const targets = v.resolve(uri)
+          if (targets.length === 0) return Effect.fail(notFound(uri))
+          if (method === "resources/subscribe" || method === "resources/unsubscribe") {
+            return Effect.succeed({
+              label: targets[0]!.label,
+              run: subscription(caller, targets[0]!, method === "resources/subscribe")
+            })
+          }
+          // an unlisted URI: the upstreams offering resources, in order, until one answers
+          const attempt = (i: number): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
+            send(caller, targets[i]!, method, { ...params, uri: targets[i]!.name }).pipe(
+              Effect.catch((error) => i + 1 < targets.length ? attempt(i + 1) : Effect.fail(error))
+            )
+          return Effect.succeed({ label: targets[0]!.label, run: attempt(0) })
+        }
+      }
+    })
+
+  const capabilities = (caller: Caller): Effect.Effect<FeatureCapabilities> =>
+    Effect.map(view(caller), (v) => ({
+      ...(v.offers.resources ? { resources: { subscribe: true, listChanged: true } } : {}),
+      ...(v.offers.prompts ? { prompts: { listChanged: true } } : {}),
+      ...(v.offers.completions ? { completions: {} } : {})
+    }))
+
+  const features = Features.of({
+    capabilities,
+    list: (caller, kind) => Effect.andThen(pool().awaitFirst, Effect.map(view(caller), (v) => v.lists[kind])),
+    route,
+    changes: Stream.fromPubSub(changes),
+    // as the upstream gives the URI, and qualified with its connection: a client subscribed to either form
+    updates: Stream.unwrap(
+      Effect.sync(() =>
+        Stream.flatMap(pool().updates, (update) => Stream.make(update.uri, qualify(update.connection, update.uri)))
+      )
+    )
+  })
+
+  const collisions = Effect.gen(function*() {
+    const snapshot = yield* Effect.orElseSucceed(config.snapshot, () => undefined)
+    const upstreams = [...pool().upstreams.values()]
+    const all: Array<Collision> = [...viewOf(upstreams, snapshot, { id: "", scopes: [] }).collisions]
+    for (const name of snapshot?.virtualServerByName.keys() ?? []) {
+      all.push(...viewOf(upstreams, snapshot, { id: "", scopes: [], virtualServer: name }).collisions)
+    }
+    return all
+  })
+
+  const changed = (kind: ChangeKind) =>
+    Effect.suspend(() => {
+      version++
+      return PubSub.publish(changes, kind)
+    })
+
+  return { features, collisions, changed } satisfies FederatedFeatures
+})

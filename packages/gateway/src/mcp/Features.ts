@@ -1,0 +1,93 @@
+/**
+ * What the MCP endpoint serves besides tools: resources, resource templates,
+ * prompts and completion, as a service the federation implements from its
+ * upstreams (see `federation/FederatedFeatures.ts`) and tests may implement
+ * in memory. Without it the endpoint serves empty lists.
+ *
+ * Contract:
+ * - `list(caller, kind)` returns what `caller` sees of `kind`, ordered by
+ *   `key` (the served URI, URI template or prompt name): pagination relies
+ *   on the order (see `Cursor.ts`).
+ * - `route(caller, method, params)` resolves a `resources/read`,
+ *   `resources/subscribe` / `unsubscribe`, `prompts/get` or
+ *   `completion/complete` to what owns it without calling anything: `label`
+ *   is what the guard authorizes and audits (`<connection>/<name or uri>`),
+ *   `run` performs it. Unknown names and malformed params fail at once with
+ *   Invalid Params (-32602) or, for a resource, Resource not found (-32002).
+ * - `capabilities(caller)` is what the upstreams in the caller's view offer
+ *   (`resources` with `subscribe` / `listChanged`, `prompts`,
+ *   `completions`): advertised in `initialize` and `server/discover`.
+ * - `changes` emits the kind whose list changed (`resources` covers
+ *   templates); `updates` emits the URI of a subscribed resource that changed
+ *   upstream (`notifications/resources/updated`).
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Stream } from "effect"
+import type { Caller } from "./Caller.ts"
+import type { ProtocolError } from "./JsonRpc.ts"
+import type { ToolCallRefused } from "./ToolCatalog.ts"
+
+/** A list the endpoint serves. */
+export type FeatureKind = "resources" | "resourceTemplates" | "prompts"
+
+/** The list kinds a change signal names (`resources` covers templates). */
+export type ChangeKind = "resources" | "prompts"
+
+/** One listed item: its sort key and what goes on the wire. */
+export interface FeatureItem {
+  readonly key: string
+  readonly json: Readonly<Record<string, unknown>>
+}
+
+/** Server capabilities beyond tools and logging. */
+export interface FeatureCapabilities {
+  readonly resources?: { readonly subscribe?: boolean; readonly listChanged?: boolean } | undefined
+  readonly prompts?: { readonly listChanged?: boolean } | undefined
+  readonly completions?: Readonly<Record<string, never>> | undefined
+}
+
+/** The methods `route` serves. */
+export const ROUTED_METHODS: ReadonlySet<string> = new Set([
+  "resources/read",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "prompts/get",
+  "completion/complete"
+])
+
+/** A resolved request: the guard's label and the work. */
+export interface Route {
+  /** `<connection>/<prompt name or resource URI>`: authorized like a tool name, and audited. */
+  readonly label: string
+  /** The result object, as the upstream gave it (minus `resultType` and its `serverInfo` `_meta`). */
+  readonly run: Effect.Effect<Readonly<Record<string, unknown>>, ProtocolError | ToolCallRefused>
+}
+
+/** JSON-RPC "Resource not found" (MCP 2025-11-25). */
+export const RESOURCE_NOT_FOUND = -32002
+
+/** @since 0.1.0 */
+export class Features extends Context.Service<Features, {
+  readonly capabilities: (caller: Caller) => Effect.Effect<FeatureCapabilities>
+  readonly list: (caller: Caller, kind: FeatureKind) => Effect.Effect<ReadonlyArray<FeatureItem>>
+  readonly route: (
+    caller: Caller,
+    method: string,
+    params: Readonly<Record<string, unknown>>
+  ) => Effect.Effect<Route, ProtocolError>
+  readonly changes: Stream.Stream<ChangeKind>
+  readonly updates: Stream.Stream<string>
+}>()("@janus/gateway/mcp/Features") {
+  /** Nothing besides tools: empty lists, no capabilities. */
+  static readonly layerEmpty: Layer.Layer<Features> = Layer.succeed(
+    Features,
+    Features.of({
+      capabilities: () => Effect.succeed({}),
+      list: () => Effect.succeed([]),
+      route: () => Effect.die(new Error("Features.layerEmpty routes nothing")),
+      changes: Stream.never,
+      updates: Stream.never
+    })
+  )
+}
