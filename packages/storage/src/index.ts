@@ -46,16 +46,15 @@ export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.t
 
 // Audit log and MCP sessions
 export {
-  AuditEntry,
-  type AuditInput,
   AuditLog,
+  type AuditDurability,
   type AuditLogOptions,
-  AuditOutcome,
-  type AuditPage,
-  AuditQuery,
-  AuditRecord,
-  dropped as auditDropped
+  dropped as auditDropped,
+  late as auditLate
 } from "./AuditLog.ts"
+export { type AuditPage, AuditQuery, MAX_PAGE as AUDIT_MAX_PAGE } from "./AuditRead.ts"
+export { AuditEntry, type AuditInput, AuditKind, AuditOutcome, AuditRecord } from "./AuditRows.ts"
+export * as AuditChain from "./AuditChain.ts"
 export {
   type McpSessionRecord,
   McpSessions,
