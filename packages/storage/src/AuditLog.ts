@@ -106,6 +106,11 @@ export interface AuditLogOptions {
   readonly chain?: string | undefined
 }
 
+/** The options of the storage's own audit log (the gateway sets them from AUDIT_DURABILITY). */
+export const AuditLogSettings = Context.Reference<AuditLogOptions>("@janus/storage/AuditLogSettings", {
+  defaultValue: () => ({})
+})
+
 export class AuditLog extends Context.Service<AuditLog, {
   /** Buffers a record; with `sync` durability returns once it is committed. Never fails. */
   readonly record: (entry: AuditInput) => Effect.Effect<void>
@@ -122,8 +127,10 @@ export class AuditLog extends Context.Service<AuditLog, {
   static readonly layerWith = (options: AuditLogOptions = {}): Layer.Layer<AuditLog, never, SqlClient.SqlClient> =>
     Layer.effect(AuditLog, Effect.suspend(() => make(options)))
 
-  /** The audit log with the default limits (1 s, 500 per batch, 100,000 buffered, `sync`). */
-  static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient> = AuditLog.layerWith()
+  /** The audit log with `AuditLogSettings` (default: 1 s, 500 per batch, 100,000 buffered, `sync`). */
+  static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient> = Layer.unwrap(
+    Effect.map(Effect.service(AuditLogSettings), (options) => AuditLog.layerWith(options))
+  )
 }
 
 /** Records committed together wake their waiters together. */

@@ -49,6 +49,7 @@ export {
   AuditLog,
   type AuditDurability,
   type AuditLogOptions,
+  AuditLogSettings,
   dropped as auditDropped,
   late as auditLate
 } from "./AuditLog.ts"
