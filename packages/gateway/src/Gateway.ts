@@ -18,6 +18,7 @@ import * as Problem from "./admin/Problem.ts"
 import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission, Hardening } from "./auth/index.ts"
+import { AdmissionAudit } from "./calls/AdmissionAudit.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
@@ -135,6 +136,7 @@ export const services: Layer.Layer<
   | Cancellations.CallCancellations
   | Guard.McpGuard
   | CallAudit.CallAudit
+  | AdmissionAudit
   | Hub.Hub
   | Egress.DownstreamClient
   | Egress.EgressPolicy
@@ -184,10 +186,12 @@ export const services: Layer.Layer<
   Layer.provideMerge(SqlSessionStore.layer()),
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
-  // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
-  Layer.provideMerge(
-    Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record)))
-  ),
+  // every attempt: one audit row (group-committed by storage's AuditLog) and one `calls` event; refusals
+  // before admission counted and sampled into rows
+  Layer.provideMerge(Layer.mergeAll(
+    Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record))),
+    AdmissionAudit.layer
+  )),
   Layer.provideMerge(EventStream.HubLive),
   Layer.provideMerge(
     Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
