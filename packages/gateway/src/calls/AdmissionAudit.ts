@@ -32,11 +32,11 @@
  * @since 0.1.0
  */
 import { type AuditInput, AuditLog, type AuditOutcome } from "@janus/storage"
-import { Clock, Context, Duration, Effect, Layer, Metric, Tracer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric } from "effect"
 import type { Headers } from "effect/http"
 import { createHash } from "node:crypto"
 import type { Caller } from "../mcp/Caller.ts"
-import { CurrentRequestId } from "../observability/HttpObservability.ts"
+import { CurrentRequestId, traceIdOf } from "../observability/HttpObservability.ts"
 
 /** Every refusal before admission, by outcome and bucket (exact; the rows are sampled). */
 export const refusals = Metric.counter("janus.audit.refusals", {
@@ -105,7 +105,7 @@ export class AdmissionAudit extends Context.Service<AdmissionAudit, {
   readonly flushSummaries: Effect.Effect<void>
 }>()("@janus/gateway/calls/AdmissionAudit") {
   static readonly layerWith = (options: AdmissionAuditOptions = {}): Layer.Layer<AdmissionAudit, never, AuditLog> =>
-    Layer.effect(AdmissionAudit, make(options))
+    Layer.effect(AdmissionAudit, Effect.suspend(() => make(options)))
 
   static readonly layer: Layer.Layer<AdmissionAudit, never, AuditLog> = AdmissionAudit.layerWith()
 }
@@ -137,7 +137,6 @@ const make = Effect.fnUntraced(function*(options: AdmissionAuditOptions) {
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const credential = describeCredential(r.headers)
         const caller = r.caller
-        const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
         const entry: AuditInput = {
           kind: "auth",
           identity: caller?.id ?? `ip:${r.clientIp}`,
@@ -146,7 +145,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionAuditOptions) {
           status: r.status,
           at: new Date(now),
           requestId: Context.get(fiber.context, CurrentRequestId) ?? null,
-          traceId: span?.traceId ?? null,
+          traceId: traceIdOf(fiber.context),
           callerName: caller?.name ?? null,
           callerSubject: caller?.kind === "oauth" ? caller.name ?? null : null,
           callerClient: caller?.clientId ?? null,

@@ -18,8 +18,8 @@
  * @since 0.1.0
  */
 import { type AuditInput, EventLog } from "@janus/storage"
-import { Clock, Context, Effect, Layer, Tracer } from "effect"
-import { CurrentRequestId } from "../observability/HttpObservability.ts"
+import { Clock, Context, Effect, Layer } from "effect"
+import { CurrentRequestId, traceIdOf } from "../observability/HttpObservability.ts"
 import type { CallRecord, Outcome } from "./CallRecord.ts"
 
 /** The audit input of `call` ended with `outcome` at `now`, in `context` (request id, span). */
@@ -30,7 +30,6 @@ export const entryOf = (
   context: Context.Context<never>
 ): AuditInput => {
   const caller = call.caller
-  const span = Context.getOrUndefined(context, Tracer.ParentSpan)
   return {
     kind: "call",
     identity: call.identity,
@@ -44,7 +43,7 @@ export const entryOf = (
     redactions: call.redactions,
     at: new Date(now),
     requestId: Context.get(context, CurrentRequestId) ?? null,
-    traceId: span?.traceId ?? null,
+    traceId: traceIdOf(context),
     callerName: caller.name ?? null,
     callerSubject: caller.kind === "oauth" ? caller.name ?? null : null,
     callerClient: caller.clientId ?? null,
