@@ -18,6 +18,7 @@ import * as Problem from "./admin/Problem.ts"
 import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission, Hardening } from "./auth/index.ts"
+import * as AdminChanges from "./audit/AdminChanges.ts"
 import { AdmissionAudit } from "./calls/AdmissionAudit.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
@@ -250,9 +251,10 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(options.server),
     // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
     // the event log's writer reports its buffer and flushes as metrics
-    Layer.provideMerge(
+    // every configuration change audited, whichever interface makes it (admin API, Studio, apply)
+    Layer.provideMerge(AdminChanges.layer.pipe(Layer.provideMerge(
       options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
-    )
+    )))
   )
 
 /** The gateway serving HTTP, given its configuration. */

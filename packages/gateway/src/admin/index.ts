@@ -41,6 +41,7 @@ import type {
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
 import type { Admission } from "../auth/Admission.ts"
+import type { AdmissionAudit } from "../calls/AdmissionAudit.ts"
 import type { JanusConfig } from "../config/JanusConfig.ts"
 import type { ConfigurationApplier } from "../configuration/Applier.ts"
 import type { DownstreamClient } from "../egress/index.ts"
@@ -82,6 +83,7 @@ export const AdminApiRoutes: Layer.Layer<
   | DownstreamClient
   | SecretCache
   | Admission
+  | AdmissionAudit
   | ConfigurationApplier
 > = Layer.mergeAll(
   AuditRoutes,
