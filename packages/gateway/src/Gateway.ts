@@ -19,6 +19,7 @@ import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission, Hardening } from "./auth/index.ts"
 import * as AdminChanges from "./audit/AdminChanges.ts"
+import * as AuditRetention from "./audit/Retention.ts"
 import { AdmissionAudit } from "./calls/AdmissionAudit.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
@@ -181,7 +182,9 @@ export const services: Layer.Layer<
   // export/apply of configuration documents (admin API), and JANUS_CONFIG_FILE applied before serving
   ConfigFile.layer.pipe(Layer.provideMerge(ConfigurationApplier.layer)),
   // open streams end with their credential (revoked or deleted on any replica, expired)
-  CredentialLifetime.layer
+  CredentialLifetime.layer,
+  // AUDIT_RETENTION: whole old segments of the audit chains deleted every hour
+  AuditRetention.layer
 ).pipe(
   // 2025-era sessions and held calls, in the database: shared by every replica
   Layer.provideMerge(SqlSessionStore.layer()),

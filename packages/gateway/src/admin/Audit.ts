@@ -24,9 +24,10 @@
  *
  * @since 0.1.0
  */
-import { AUDIT_MAX_PAGE, AuditKind, AuditLog, AuditOutcome, type AuditRecord } from "@janus/storage"
+import { AUDIT_MAX_PAGE, AuditChain, AuditKind, AuditLog, AuditOutcome, type AuditRecord } from "@janus/storage"
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as SqlClient from "effect/sql/SqlClient"
 import { AdminRouter } from "./AdminRouter.ts"
 import * as Pagination from "./Pagination.ts"
 import * as Problem from "./Problem.ts"
@@ -103,10 +104,29 @@ const csvField = (value: unknown): string => {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll("\"", "\"\"")}"` : text
 }
 
-export const AuditRoutes: Layer.Layer<never, never, AdminRouter | AuditLog> = Layer.effectDiscard(
+export const AuditRoutes: Layer.Layer<never, never, AdminRouter | AuditLog | SqlClient.SqlClient> = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* AdminRouter
     const audit = yield* AuditLog
+    const sql = yield* SqlClient.SqlClient
+    // what `janus audit verify` prints, for a running embedded instance whose database the CLI cannot open
+    yield* router.add(
+      "GET",
+      "/audit/verify",
+      Effect.gen(function*() {
+        const query = yield* HttpServerRequest.ParsedSearchParams
+        const raw = yield* Resource.singleQuery(query, "since")
+        const since = Option.isSome(raw) ? new Date(raw.value) : undefined
+        if (since !== undefined && Number.isNaN(since.getTime())) {
+          return yield* Problem.invalidFields([{ path: "since", message: "expected an ISO 8601 instant" }])
+        }
+        const report = yield* AuditChain.verify({ since }).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.mapError(Problem.fromStorage)
+        )
+        return HttpServerResponse.jsonUnsafe({ ok: report.problems.length === 0, ...report })
+      })
+    )
     yield* router.add(
       "GET",
       "/audit",

@@ -40,6 +40,7 @@ import type {
 } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
+import type * as SqlClient from "effect/sql/SqlClient"
 import type { Admission } from "../auth/Admission.ts"
 import type { AdmissionAudit } from "../calls/AdmissionAudit.ts"
 import type { JanusConfig } from "../config/JanusConfig.ts"
@@ -85,6 +86,7 @@ export const AdminApiRoutes: Layer.Layer<
   | Admission
   | AdmissionAudit
   | ConfigurationApplier
+  | SqlClient.SqlClient
 > = Layer.mergeAll(
   AuditRoutes,
   ConfigRoutes,
