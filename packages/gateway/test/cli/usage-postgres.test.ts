@@ -148,6 +148,24 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     assert.match(db.detail, /not reachable: .*check DATABASE_URL/)
     for (const o of [r.stdout, r.stderr]) assert.notInclude(o, key)
   }, 90_000)
+})
+
+describe("janus audit verify on Postgres", async () => {
+  const available = await StorageTesting.requirePostgres()
+  let scope: Scope.Closeable
+  let url = ""
+  const key = randomBytes(32).toString("base64")
+
+  // a database of its own: the suite above expects a fresh one when it starts
+  beforeAll(async () => {
+    if (!available) return
+    scope = Effect.runSync(Scope.make())
+    const context = await Effect.runPromise(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
+    url = Redacted.value(Context.get(context, StorageTesting.TestDatabase).url)
+  }, 60_000)
+  afterAll(async () => {
+    if (available) await Effect.runPromise(Scope.close(scope, Exit.void))
+  })
 
   it.skipIf(!available)("janus audit verify: passes, then names the record edited in the database", async () => {
     const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
