@@ -19,6 +19,7 @@ import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission, Hardening } from "./auth/index.ts"
 import * as AdminChanges from "./audit/AdminChanges.ts"
+import * as AuditLogExport from "./audit/LogExport.ts"
 import * as AuditRetention from "./audit/Retention.ts"
 import { AdmissionAudit } from "./calls/AdmissionAudit.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
@@ -255,9 +256,13 @@ export const layerOn = <S, SE, StE>(options: {
     // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
     // the event log's writer reports its buffer and flushes as metrics
     // every configuration change audited, whichever interface makes it (admin API, Studio, apply)
-    Layer.provideMerge(AdminChanges.layer.pipe(Layer.provideMerge(
-      options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
-    )))
+    // and every audit row an OTLP log record when OTLP logs are on
+    Layer.provideMerge(AdminChanges.layer.pipe(
+      Layer.provideMerge(AuditLogExport.layer),
+      Layer.provideMerge(
+        options.storage.pipe(Layer.provideMerge(StdioAllowList.layer), Layer.provide(Instrument.eventLogObserverLayer))
+      )
+    ))
   )
 
 /** The gateway serving HTTP, given its configuration. */
