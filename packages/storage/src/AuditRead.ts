@@ -22,8 +22,17 @@
  */
 import { Effect, Schema } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
+import {
+  AuditKind,
+  AuditOutcome,
+  type AuditRecord,
+  COLUMNS,
+  fromRow,
+  isOutcome,
+  type SelectRow,
+  text
+} from "./AuditRows.ts"
 import { InvalidInput } from "./Errors.ts"
-import { AuditKind, AuditOutcome, type AuditRecord, COLUMNS, fromRow, isOutcome, type SelectRow, text } from "./AuditRows.ts"
 import { storageError, toNumber } from "./internal/sql.ts"
 
 export const MAX_PAGE = 1_000
@@ -96,7 +105,11 @@ export const makeQuery = (sql: SqlClient.SqlClient) =>
         return yield* invalid(field, value, "a valid date")
       }
       if (value !== undefined && (value.getTime() < MIN_INSTANT || value.getTime() > MAX_INSTANT)) {
-        return yield* invalid(field, value.toISOString(), "an instant from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z")
+        return yield* invalid(
+          field,
+          value.toISOString(),
+          "an instant from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
+        )
       }
     }
     if (q.from !== undefined) clauses.push(sql`at >= ${q.from}`)

@@ -21,8 +21,8 @@
  *
  * @since 0.1.0
  */
-import { createHash } from "node:crypto"
 import { Schema } from "effect"
+import { createHash } from "node:crypto"
 import { toDate, toNumber } from "./internal/sql.ts"
 import { storableText } from "./Storable.ts"
 

@@ -45,9 +45,10 @@ export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
 export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"
 
 // Audit log and MCP sessions
+export * as AuditChain from "./AuditChain.ts"
 export {
-  AuditLog,
   type AuditDurability,
+  AuditLog,
   type AuditLogOptions,
   AuditLogSettings,
   dropped as auditDropped,
@@ -55,7 +56,6 @@ export {
 } from "./AuditLog.ts"
 export { type AuditPage, AuditQuery, MAX_PAGE as AUDIT_MAX_PAGE } from "./AuditRead.ts"
 export { AuditEntry, type AuditInput, AuditKind, AuditOutcome, AuditRecord } from "./AuditRows.ts"
-export * as AuditChain from "./AuditChain.ts"
 export {
   type McpSessionRecord,
   McpSessions,

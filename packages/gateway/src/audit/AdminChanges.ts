@@ -147,7 +147,9 @@ const connections = Layer.effect(
   Effect.gen(function*() {
     const inner = yield* Connections
     const { audited, versioned } = yield* makeRecorder
-    const d = versioned<Connections["Service"] extends { get: (id: string) => Effect.Effect<infer A, any> } ? A : never>(
+    const d = versioned<
+      Connections["Service"] extends { get: (id: string) => Effect.Effect<infer A, any> } ? A : never
+    >(
       "connection"
     )
     return Connections.of({
@@ -220,8 +222,11 @@ const clientTokens = Layer.effect(
     return ClientTokens.of({
       ...inner,
       create: (input, options) =>
-        audited(Effect.void, inner.create(input, options), (_, made) =>
-          token("create", made.token.id, undefined, withoutUse(made.token), { value: "changed" })),
+        audited(
+          Effect.void,
+          inner.create(input, options),
+          (_, made) => token("create", made.token.id, undefined, withoutUse(made.token), { value: "changed" })
+        ),
       update: (id, input, options) =>
         audited(inner.get(id), inner.update(id, input, options), (before, after) =>
           token(
@@ -232,8 +237,11 @@ const clientTokens = Layer.effect(
             options?.value === undefined ? {} : { value: "changed" }
           )),
       revoke: (id) =>
-        audited(inner.get(id), inner.revoke(id), (before, after) =>
-          token("revoke", id, withoutUse(before), withoutUse(after))),
+        audited(
+          inner.get(id),
+          inner.revoke(id),
+          (before, after) => token("revoke", id, withoutUse(before), withoutUse(after))
+        ),
       delete: (id) =>
         audited(inner.get(id), inner.delete(id), (before) => token("delete", id, withoutUse(before), undefined))
     })
@@ -252,8 +260,7 @@ const adminTokens = Layer.effect(
       resourceName: t.name,
       changes: action === "create" ? { ...diff(undefined, t), value: "changed" } : diff(before, t)
     })
-    const find = (id: string) =>
-      Effect.map(inner.list, (all) => all.find((t) => t.id === id))
+    const find = (id: string) => Effect.map(inner.list, (all) => all.find((t) => t.id === id))
     return AdminTokens.of({
       ...inner,
       create: (input) => audited(Effect.void, inner.create(input), (_, made) => change("create", made.token)),

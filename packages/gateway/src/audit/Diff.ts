@@ -25,10 +25,10 @@ export type Changes = Readonly<Record<string, FieldChange>>
 const BOOKKEEPING = new Set(["version", "createdAt", "updatedAt"])
 
 /** Field names that hold a credential or something derived from one. */
-const SENSITIVE = /(^|_)(value|values|plaintext|token|hash|prefix|password|passwd|secret_?value|client_?secret|private_?key|api_?key|key_?material|ciphertext)$|^(value|token|hash|prefix)$/i
+const SENSITIVE =
+  /(^|_)(value|values|plaintext|token|hash|prefix|password|passwd|secret_?value|client_?secret|private_?key|api_?key|key_?material|ciphertext)$|^(value|token|hash|prefix)$/i
 
-export const isSensitive = (field: string): boolean =>
-  SENSITIVE.test(field.replace(/([a-z])([A-Z])/g, "$1_$2"))
+export const isSensitive = (field: string): boolean => SENSITIVE.test(field.replace(/([a-z])([A-Z])/g, "$1_$2"))
 
 /** `value` as plain JSON (class instances and dates included). */
 export const plain = (value: unknown): unknown => value === undefined ? undefined : JSON.parse(JSON.stringify(value))

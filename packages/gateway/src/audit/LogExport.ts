@@ -39,7 +39,10 @@ export const layer: Layer.Layer<AuditLog, never, AuditLog | JanusConfig> = Layer
     return AuditLog.of({
       ...inner,
       record: (input) =>
-        Effect.andThen(inner.record(input), Effect.logInfo("audit record").pipe(Effect.annotateLogs(attributesOf(input))))
+        Effect.andThen(
+          inner.record(input),
+          Effect.logInfo("audit record").pipe(Effect.annotateLogs(attributesOf(input)))
+        )
     })
   })
 )

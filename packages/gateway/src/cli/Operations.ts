@@ -413,7 +413,10 @@ const keyRotate = Command.make("rotate", { json }, (input) =>
     const config = yield* JanusConfig
     const envMode = Option.isSome(config.JANUS_MASTER_KEY)
     const key = SecretBox.generateKey()
-    const result = yield* Effect.provide(asCli(Effect.flatMap(Effect.service(Secrets), (s) => s.rotate(key))), CliStorage)
+    const result = yield* Effect.provide(
+      asCli(Effect.flatMap(Effect.service(Secrets), (s) => s.rotate(key))),
+      CliStorage
+    )
     if (!envMode) {
       const file = Path.resolve(config.JANUS_HOME, "master.key")
       if (input.json) return yield* printJson({ keyId: result.keyId, reencrypted: result.reencrypted, keyFile: file })

@@ -399,7 +399,9 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
             Effect.provideService(Actor.CurrentActor, { ...by, interface: "apply" })
           )
           if (result.applied) {
-            yield* Effect.forEach(collected, (input) => AdminChanges.write(auditLog, eventLog, input), { discard: true })
+            yield* Effect.forEach(collected, (input) => AdminChanges.write(auditLog, eventLog, input), {
+              discard: true
+            })
           }
           return result
         })

@@ -13,7 +13,15 @@ import { AdminTokens, AuditLog, type AuditRecord, EventLog } from "@janus/storag
 import { Effect, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { AdmissionAudit } from "../../src/calls/AdmissionAudit.ts"
-import { call, client, endpointInput, expectStatus, layer as adminLayer, restConnection, suiteOptions } from "../admin/support.ts"
+import {
+  call,
+  client,
+  endpointInput,
+  expectStatus,
+  layer as adminLayer,
+  restConnection,
+  suiteOptions
+} from "../admin/support.ts"
 
 const SECRET_VALUE = "s3cr3t-Value-never-logged-9f1c"
 const SECRET_VALUE_2 = "s3cr3t-Value-rotated-77ab"
@@ -71,7 +79,10 @@ layer(adminLayer(), suiteOptions)("admin changes are audited", (it) => {
       assert.strictEqual(vsRow.resourceKind, "virtual_server")
       expectStatus(yield* api.del(`/api/v1/virtual-servers/${vs.body.id}`, { headers: { "if-match": `"1"` } }), 204)
       expectStatus(yield* api.del(`/api/v1/endpoints/${ep.body.id}`, { headers: { "if-match": `"1"` } }), 204)
-      const del = expectStatus(yield* api.del(`/api/v1/connections/${conn.body.id}`, { headers: { "if-match": `"2"` } }), 204)
+      const del = expectStatus(
+        yield* api.del(`/api/v1/connections/${conn.body.id}`, { headers: { "if-match": `"2"` } }),
+        204
+      )
       assert.deepInclude(one(yield* adminRows((r) => r.requestId === del.headers["x-request-id"]), "delete"), {
         action: "delete",
         resourceName: "crm",

@@ -38,7 +38,13 @@ const seed = Effect.gen(function*() {
     arguments: { ms: "query" },
     inputSchema: schema
   })
-  yield* endpoints.create({ connectionId: pets.id, name: "broken", method: "GET", pathTemplate: "/fail", inputSchema: schema })
+  yield* endpoints.create({
+    connectionId: pets.id,
+    name: "broken",
+    method: "GET",
+    pathTemplate: "/fail",
+    inputSchema: schema
+  })
 })
 
 const TestLayer = Layer.effectDiscard(seed).pipe(
@@ -232,7 +238,11 @@ layer(TestLayer, { timeout: "180 seconds" })("every attempt is audited", (it) =>
             next++
             const r = await fetch(url, {
               method: "POST",
-              headers: { "x-forwarded-for": ip, authorization: `Bearer jns_flood${next}`, "content-type": "application/json" },
+              headers: {
+                "x-forwarded-for": ip,
+                authorization: `Bearer jns_flood${next}`,
+                "content-type": "application/json"
+              },
               body: "{}"
             })
             await r.arrayBuffer()

@@ -177,13 +177,15 @@ describe("janus audit verify on Postgres", async () => {
     let r = await janus(["audit", "verify"], env)
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)
     assert.match(r.stdout, /^ok {2}\d+ records in \d+ chain\(s\) checked; 0 broken/m)
-    const rows = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const found = yield* sql<{ id: unknown; iface: string; who: string }>`SELECT id, interface AS iface,
+    const rows = await Effect.runPromise(
+      Effect.scoped(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const found = yield* sql<{ id: unknown; iface: string; who: string }>`SELECT id, interface AS iface,
         identity AS who FROM audit_records WHERE kind = 'admin' AND resource_name = 'audit-b'`
-      yield* sql`UPDATE audit_records SET resource_name = 'someone-else' WHERE id = ${Number(found[0]!.id)}`
-      return found
-    })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 }))))
+        yield* sql`UPDATE audit_records SET resource_name = 'someone-else' WHERE id = ${Number(found[0]!.id)}`
+        return found
+      })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+    )
     assert.strictEqual(rows.length, 1, "one admin row for the CLI's token create")
     assert.strictEqual(rows[0]!.iface, "cli")
     assert.match(rows[0]!.who, /^cli:/)
