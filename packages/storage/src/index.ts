@@ -46,6 +46,7 @@ export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.t
 
 // Audit log and MCP sessions
 export * as AuditChain from "./AuditChain.ts"
+export * as AuditRows from "./AuditRows.ts"
 export {
   type AuditDurability,
   AuditLog,
