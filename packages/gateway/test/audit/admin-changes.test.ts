@@ -144,6 +144,34 @@ layer(adminLayer(), suiteOptions)("admin changes are audited", (it) => {
       assert.match(csv.text.split("\n")[0]!, /^id,at,kind,identity,callerName/)
     }))
 
+  it.effect("an apply: one row per change after it committed, through apply; a dry run writes none", () =>
+    Effect.gen(function*() {
+      const created = yield* (yield* AdminTokens).create({ name: "gitops" })
+      const api = client(Redacted.value(created.plaintext))
+      const document = {
+        apiVersion: "janus/v1",
+        kind: "Configuration",
+        connections: [{ name: "billing", kind: "rest", baseUrl: "https://billing.example.com" }],
+        clientTokens: [{ name: "billing-agent" }]
+      }
+      const dry = expectStatus(yield* api.post("/api/v1/config/apply?dryRun=true", document), 200)
+      assert.deepStrictEqual(yield* adminRows((r) => r.requestId === dry.headers["x-request-id"]), [])
+      const applied = expectStatus(yield* api.post("/api/v1/config/apply", document), 200)
+      const rows = yield* adminRows((r) => r.requestId === applied.headers["x-request-id"])
+      assert.deepStrictEqual(rows.map((r) => `${r.action} ${r.resourceKind} ${r.resourceName}`).sort(), [
+        "create client_token billing-agent",
+        "create connection billing"
+      ])
+      for (const row of rows) {
+        assert.deepInclude(row, { interface: "apply", identity: `admin:${created.token.id}`, callerName: "gitops" })
+      }
+      const issued: string = applied.body.issuedTokens[0].token
+      const sql = yield* SqlClient.SqlClient
+      const hits = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM audit_records
+        WHERE position(${issued} in audit_records::text) > 0`
+      assert.strictEqual(Number(hits[0]!.n), 0)
+    }))
+
   it.effect("a failed admin authentication is an auth row, never with the credential", () =>
     Effect.gen(function*() {
       const bogus = "jna_" + "q".repeat(40)
