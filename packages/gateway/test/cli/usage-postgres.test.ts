@@ -174,6 +174,9 @@ describe("janus audit verify on Postgres", async () => {
       const made = await janus(["token", "create", name], env)
       assert.strictEqual(made.code, 0, made.stderr)
     }
+    const secretValue = `cli-secret-${randomBytes(8).toString("hex")}`
+    const set = await janus(["secret", "set", "crm_key"], env, secretValue)
+    assert.strictEqual(set.code, 0, set.stderr)
     let r = await janus(["audit", "verify"], env)
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)
     assert.match(r.stdout, /^ok {2}\d+ records in \d+ chain\(s\) checked; 0 broken/m)
@@ -182,6 +185,15 @@ describe("janus audit verify on Postgres", async () => {
         const sql = yield* SqlClient.SqlClient
         const found = yield* sql<{ id: unknown; iface: string; who: string }>`SELECT id, interface AS iface,
         identity AS who FROM audit_records WHERE kind = 'admin' AND resource_name = 'audit-b'`
+        const secret = yield* sql<{ changes: string; iface: string }>`SELECT changes, interface AS iface
+          FROM audit_records WHERE kind = 'admin' AND resource_kind = 'secret' AND resource_name = 'crm_key'`
+        assert.deepStrictEqual(secret.map((row) => [row.iface, JSON.parse(row.changes)]), [[
+          "cli",
+          { value: "changed" }
+        ]])
+        const leaked = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM audit_records
+          WHERE position(${secretValue} in audit_records::text) > 0`
+        assert.strictEqual(Number(leaked[0]!.n), 0, "the secret's value is nowhere in the audit table")
         yield* sql`UPDATE audit_records SET resource_name = 'someone-else' WHERE id = ${Number(found[0]!.id)}`
         return found
       })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
