@@ -1,7 +1,8 @@
 /**
  * "Answered means recorded" across three replicas behind the round-robin
- * proxy: loops of stateless `tools/call`s, each with its own `X-Request-Id`,
- * and one replica killed with `kill -9` halfway. Afterwards every call a
+ * proxy: an SDK session (2025-11-25, stateful, shared by the replicas) making
+ * 60 calls and loops of stateless `tools/call`s, each request with its own
+ * `X-Request-Id`, and one replica killed with `kill -9` halfway. Afterwards every call a
  * client saw answered has exactly one audit row (the default
  * AUDIT_DURABILITY=sync answers only after the row is committed), every row
  * is one call a client sent (no duplicate), and `janus audit verify` passes
@@ -12,6 +13,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { PostgresClient } from "@janus/storage"
 import { Effect, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { randomUUID } from "node:crypto"
 import { clientToken, type Cluster, runJanus, startCluster, statelessCall } from "./support/Cluster.ts"
 import { requireClusterTools, sleep } from "./support/Infra.ts"
@@ -48,9 +51,10 @@ describe.skipIf(!requireClusterTools())("cluster: audit durability", () => {
         await sleep(100)
       }
     })
+    const session = sdkSession(cluster, tokens[0]!.token, sent)
     while (sent.length < 60) await sleep(50)
     await cluster.kill9(cluster.replicas[1]!)
-    await Promise.all(loops)
+    await Promise.all([...loops, session])
     running = false
 
     const answered = sent.filter((s) => s.ok)
@@ -73,6 +77,40 @@ describe.skipIf(!requireClusterTools())("cluster: audit durability", () => {
     assert.match(verified, /^ok {2}\d+ records in \d+ chain\(s\) checked; 0 broken/m)
   }, 240_000)
 })
+
+/** An SDK session through the proxy making 60 calls, each POST with its own request id (recorded in `sent`). */
+const sdkSession = async (cluster: Cluster, token: string, sent: Array<Sent>) => {
+  let current = ""
+  const fetchWithIds: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers)
+    const isCall = typeof init?.body === "string" && init.body.includes("\"tools/call\"")
+    headers.set("x-request-id", isCall ? current : `sdk-other-${randomUUID()}`)
+    return fetch(input, { ...init, headers })
+  }
+  const client = new Client({ name: "audit-session", version: "1.0.0" })
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL("/mcp", cluster.proxy.url), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      fetch: fetchWithIds
+    })
+  )
+  try {
+    for (let n = 0; n < 60; n++) {
+      current = `audit-sdk-${n}-${randomUUID().slice(0, 8)}`
+      try {
+        const result = await client.callTool({ name: "get_pet", arguments: { id: `sdk-${n}` } }, undefined, {
+          timeout: 15_000
+        })
+        sent.push({ requestId: current, status: 200, ok: result.isError !== true })
+      } catch {
+        sent.push({ requestId: current, status: undefined, ok: false })
+      }
+      await sleep(100)
+    }
+  } finally {
+    await client.close().catch(() => undefined)
+  }
+}
 
 /** `statelessCall` with the client's own request id. */
 const fetchWithId = (base: string, token: string, requestId: string, id: string) =>
