@@ -59,6 +59,8 @@ describe.skipIf(!requireClusterTools())("cluster: audit durability", () => {
 
     const answered = sent.filter((s) => s.ok)
     assert.isAbove(answered.length, 200, "most calls were answered")
+    const sdkAnswered = answered.filter((s) => s.requestId.startsWith("audit-sdk-")).length
+    assert.isAtLeast(sdkAnswered, 55, "the session carried on through another replica")
     const rows = await Effect.runPromise(
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
