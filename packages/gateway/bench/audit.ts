@@ -52,7 +52,8 @@ const caller: Caller = { id: "token:5f0c", scopes: [], kind: "client_token", nam
 const context = Context.empty() as Context.Context<never>
 
 // main's per-call audit work (calls/CallAudit.ts and storage's toInsertRow before #18)
-const clean = (value: string) => value.length > 1_024 ? value.slice(0, 1_024) : value.toWellFormed().replaceAll("\0", "\uFFFD")
+const clean = (value: string) =>
+  value.length > 1_024 ? value.slice(0, 1_024) : value.toWellFormed().replaceAll("\0", "\uFFFD")
 const count = (value: number) => Number.isFinite(value) ? Math.max(0, Math.round(value)) : 0
 const before = (i: number) => {
   const now = 1_700_000_000_000 + i

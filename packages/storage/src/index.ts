@@ -46,7 +46,6 @@ export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.t
 
 // Audit log and MCP sessions
 export * as AuditChain from "./AuditChain.ts"
-export * as AuditRows from "./AuditRows.ts"
 export {
   type AuditDurability,
   AuditLog,
@@ -56,6 +55,7 @@ export {
   late as auditLate
 } from "./AuditLog.ts"
 export { type AuditPage, AuditQuery, MAX_PAGE as AUDIT_MAX_PAGE } from "./AuditRead.ts"
+export * as AuditRows from "./AuditRows.ts"
 export { AuditEntry, type AuditInput, AuditKind, AuditOutcome, AuditRecord } from "./AuditRows.ts"
 export {
   type McpSessionRecord,

@@ -11,10 +11,10 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { PostgresClient } from "@janus/storage"
-import { Effect, Redacted } from "effect"
-import * as SqlClient from "effect/sql/SqlClient"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Effect, Redacted } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { randomUUID } from "node:crypto"
 import { clientToken, type Cluster, runJanus, startCluster, statelessCall } from "./support/Cluster.ts"
 import { requireClusterTools, sleep } from "./support/Infra.ts"
