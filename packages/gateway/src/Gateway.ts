@@ -15,9 +15,13 @@ import { HttpRouter, type HttpServer } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
+import * as AdminChanges from "./audit/AdminChanges.ts"
+import * as AuditLogExport from "./audit/LogExport.ts"
+import * as AuditRetention from "./audit/Retention.ts"
 import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission, Hardening } from "./auth/index.ts"
+import { AdmissionAudit } from "./calls/AdmissionAudit.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
@@ -137,6 +141,7 @@ export const services: Layer.Layer<
   | Cancellations.CallCancellations
   | Guard.McpGuard
   | CallAudit.CallAudit
+  | AdmissionAudit
   | Hub.Hub
   | Egress.DownstreamClient
   | Egress.EgressPolicy
@@ -182,16 +187,20 @@ export const services: Layer.Layer<
   // export/apply of configuration documents (admin API), and JANUS_CONFIG_FILE applied before serving
   ConfigFile.layer.pipe(Layer.provideMerge(ConfigurationApplier.layer)),
   // open streams end with their credential (revoked or deleted on any replica, expired)
-  CredentialLifetime.layer
+  CredentialLifetime.layer,
+  // AUDIT_RETENTION: whole old segments of the audit chains deleted every hour
+  AuditRetention.layer
 ).pipe(
   // 2025-era sessions and held calls, in the database: shared by every replica
   Layer.provideMerge(SqlSessionStore.layer()),
   // the tools/call span and the calls metric by outcome, tool and connection
   Layer.provideMerge(Instrument.mcpGuardLayer.pipe(Layer.provide(CallGuard.layer))),
-  // every attempt: one audit row (batched by storage's AuditLog) and one `calls` event
-  Layer.provideMerge(
-    Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record)))
-  ),
+  // every attempt: one audit row (group-committed by storage's AuditLog) and one `calls` event; refusals
+  // before admission counted and sampled into rows
+  Layer.provideMerge(Layer.mergeAll(
+    Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record))),
+    AdmissionAudit.layer
+  )),
   Layer.provideMerge(EventStream.HubLive),
   Layer.provideMerge(
     Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
@@ -250,13 +259,18 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(options.server),
     // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
     // the event log's writer reports its buffer and flushes as metrics
-    Layer.provideMerge(
-      options.storage.pipe(
-        Layer.provideMerge(StdioAllowList.layer),
-        Layer.provide(Instrument.eventLogObserverLayer),
-        Layer.provide(Instrument.cacheObserverLayer)
+    // every configuration change audited, whichever interface makes it (admin API, Studio, apply)
+    // and every audit row an OTLP log record when OTLP logs are on
+    Layer.provideMerge(AdminChanges.layer.pipe(
+      Layer.provideMerge(AuditLogExport.layer),
+      Layer.provideMerge(
+        options.storage.pipe(
+          Layer.provideMerge(StdioAllowList.layer),
+          Layer.provide(Instrument.eventLogObserverLayer),
+          Layer.provide(Instrument.cacheObserverLayer)
+        )
       )
-    )
+    ))
   )
 
 /** The gateway serving HTTP, given its configuration. */

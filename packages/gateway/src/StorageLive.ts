@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Embedded, MasterKey, type Notifications, Postgres, type Storage } from "@janus/storage"
+import { AuditLogSettings, Embedded, MasterKey, type Notifications, Postgres, type Storage } from "@janus/storage"
 import { Effect, Layer, Option } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import * as Path from "node:path"
@@ -49,4 +49,11 @@ export const StorageLive = Layer.unwrap(Effect.gen(function*() {
       })
   })
   // stdio connections are checked against JANUS_STDIO_COMMANDS (the CLI writes through this storage too)
-})).pipe(Layer.provide(StdioAllowList.layer))
+})).pipe(
+  Layer.provide(StdioAllowList.layer),
+  // AUDIT_DURABILITY: whether a call waits for its audit row's commit
+  Layer.provide(Layer.effect(
+    AuditLogSettings,
+    Effect.map(Effect.service(JanusConfig), (config) => ({ durability: config.AUDIT_DURABILITY }))
+  ))
+)

@@ -97,7 +97,10 @@ describe("audit", () => {
         const okPet = records.find((r) => r.tool === "get_pet" && r.outcome === "ok")!
         assert.strictEqual(okPet.connection, "pets")
         assert.strictEqual(okPet.status, 200)
-        assert.isAbove(okPet.bytesIn, 0)
+        assert.isAbove(okPet.bytesIn, 0, "the arguments' size")
+        assert.isAbove(okPet.bytesOut, 0, "the answer's size")
+        assert.isNotNull(okPet.requestId)
+        assert.match(okPet.traceId ?? "", /^[0-9a-f]{32}$/)
         const callEvents = (yield* events.after(before, 100)).filter((e) => e.topic === "calls")
         assert.strictEqual(callEvents.length, 5)
       })))

@@ -1,14 +1,29 @@
 /**
- * The audit log (`audit_records`): one record per tools/call attempt, written
- * in batches off the hot path, and the admin query over it.
+ * The audit log (`audit_records`): one record per tools/call attempt, admin
+ * change and refused authentication (see `AuditRows`), written in batches,
+ * hash-chained per writer, and the admin query over it (`AuditRead`).
  *
  * **Rules**
  *
- * - `record` never waits for the database: it stamps `at` from the `Clock`
- *   (unless given), cleans the values so that no record can make a batch fail
- *   (text made `Storable`: U+0000 and lone surrogates become U+FFFD; text cut
- *   at 1,024 characters; numbers made finite, non-negative integers), and
- *   appends to an in-memory buffer. It never fails and never blocks.
+ * - `record` stamps `at` from the `Clock` (unless given), cleans the values
+ *   so that no record can make a batch fail (`AuditRows.toInsertRow`), and
+ *   appends to an in-memory buffer. It never fails.
+ * - Durability (`durability`, AUDIT_DURABILITY): `"sync"` (the default)
+ *   makes `record` wait until the batch holding its record is committed:
+ *   group commit, every record buffered while one batch is being written
+ *   goes into the next single INSERT, so concurrent calls share one round
+ *   trip and a call answered after `record` returned has its row. The wait is
+ *   bounded by `durableTimeout` (10 s; while the database is down): past it
+ *   `record` returns, the record stays buffered and retried, and the late
+ *   record is counted in `janus.audit.late`. `"async"`: `record` returns at
+ *   once; records buffered when the process dies (at most `flushInterval`,
+ *   1 s, of records, or what an outage kept) are lost.
+ * - Chains: each writer (one per process) has its own chain (`chain`, by
+ *   default `<host>:<pid>:<random>`), so replicas and concurrent calls never
+ *   wait on a shared lock: the writer numbers its records (`seq` from 1) and
+ *   hashes each over the previous one's hash (`AuditRows.hashOf`) when it
+ *   writes the batch, and moves the chain's head (`audit_chains`: last seq
+ *   and hash) in the same transaction. `AuditChain.verify` checks it.
  * - A fiber flushes the buffer every `flushInterval` (1 second), at once when
  *   `batchSize` (500) records are waiting, and once more when the scope
  *   closes. A flush writes batches of at most `batchSize` records, each with
@@ -41,100 +56,19 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Metric, Queue, Schema, Semaphore } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Layer, Metric, Queue, Semaphore } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
-import { InvalidInput, StorageError } from "./Errors.ts"
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+import { type AuditPage, type AuditQuery, makeQuery } from "./AuditRead.ts"
+import { type AuditInput, type ChainedRow, hashOf, type InsertRow, toInsertRow } from "./AuditRows.ts"
+import type { InvalidInput } from "./Errors.ts"
+import { StorageError } from "./Errors.ts"
 import * as DropReport from "./internal/DropReport.ts"
 import { describeRefusals, isolate, isRefusal } from "./internal/Refusals.ts"
 import { Ring } from "./internal/Ring.ts"
-import { storageError, toDate, toNumber } from "./internal/sql.ts"
-import { storableText } from "./Storable.ts"
-
-// -----------------------------------------------------------------------------
-// Schema
-// -----------------------------------------------------------------------------
-
-/** How a tools/call attempt ended. */
-export const AuditOutcome = Schema.Literals([
-  "ok",
-  "error",
-  "denied",
-  /** The arguments did not fit the tool's input schema (or what HTTP can carry): the caller's mistake. */
-  "invalid",
-  "rate_limited",
-  "shed",
-  "breaker_open",
-  "timeout"
-])
-export type AuditOutcome = typeof AuditOutcome.Type
-
-const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-
-/** One audit record as written: no argument or response body, ever. */
-export const AuditEntry = Schema.Struct({
-  /** Who called: the client token name, OAuth subject, ... */
-  identity: Schema.String,
-  tool: Schema.String,
-  /** The MCP method: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, ... */
-  method: Schema.String,
-  /** The connection the tool belongs to; null when the call never resolved one. */
-  connection: Schema.NullOr(Schema.String),
-  outcome: AuditOutcome,
-  /** The HTTP status of the downstream call or the JSON-RPC error code; null when neither applies. */
-  status: Schema.NullOr(Schema.Int),
-  durationMs: Count,
-  bytesIn: Count,
-  bytesOut: Count,
-  redactions: Count,
-  at: Schema.Date,
-  requestId: Schema.NullOr(Schema.String),
-  traceId: Schema.NullOr(Schema.String)
-})
-export type AuditEntry = typeof AuditEntry.Type
-
-/** A stored audit record. */
-export const AuditRecord = Schema.Struct({ id: Schema.Number, ...AuditEntry.fields })
-export type AuditRecord = typeof AuditRecord.Type
-
-/** What `record` takes: an `AuditEntry` whose optional parts default to null / 0 and `at` to now. */
-export interface AuditInput {
-  readonly identity: string
-  readonly tool: string
-  /** Default `tools/call`. */
-  readonly method?: string | undefined
-  readonly outcome: AuditOutcome
-  readonly durationMs: number
-  readonly connection?: string | null | undefined
-  readonly status?: number | null | undefined
-  readonly bytesIn?: number | undefined
-  readonly bytesOut?: number | undefined
-  readonly redactions?: number | undefined
-  readonly at?: Date | undefined
-  readonly requestId?: string | null | undefined
-  readonly traceId?: string | null | undefined
-}
-
-export const MAX_PAGE = 1_000
-
-/** The admin query: every filter optional; `from` inclusive, `to` exclusive; `cursor` from the previous page. */
-export const AuditQuery = Schema.Struct({
-  from: Schema.optional(Schema.Date),
-  to: Schema.optional(Schema.Date),
-  tool: Schema.optional(Schema.String),
-  outcome: Schema.optional(AuditOutcome),
-  identity: Schema.optional(Schema.String),
-  connection: Schema.optional(Schema.String),
-  cursor: Schema.optional(Schema.String),
-  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE }))
-})
-export type AuditQuery = typeof AuditQuery.Type
-
-export interface AuditPage {
-  readonly items: ReadonlyArray<AuditRecord>
-  /** Pass as `cursor` for the next (older) page; null on the last page. */
-  readonly nextCursor: string | null
-}
+import { storageError } from "./internal/sql.ts"
 
 /** Records dropped because the buffer was full, Postgres refused them, or the final flush failed. */
 export const dropped = Metric.counter("janus.audit.dropped", {
@@ -142,6 +76,16 @@ export const dropped = Metric.counter("janus.audit.dropped", {
     "flush at shutdown failed",
   incremental: true
 })
+
+/** Calls answered before their record was durable (AUDIT_DURABILITY=sync, the database slower than durableTimeout). */
+export const late = Metric.counter("janus.audit.late", {
+  description: "Audit records whose call was answered before they were durable (the database was slower than the " +
+    "durable timeout); they stay buffered and are retried",
+  incremental: true
+})
+
+/** `sync`: `record` returns once the record is committed (group commit). `async`: at once (see the rules). */
+export type AuditDurability = "sync" | "async"
 
 export interface AuditLogOptions {
   /** Flush period (default 1 second). */
@@ -154,15 +98,28 @@ export interface AuditLogOptions {
   readonly warnInterval?: Duration.Input | undefined
   /** Longest wait between retries of a failing flush (default 30 seconds). */
   readonly maxBackoff?: Duration.Input | undefined
+  /** Default `sync`. */
+  readonly durability?: AuditDurability | undefined
+  /** `sync`: the longest `record` waits for its commit (default 10 seconds). */
+  readonly durableTimeout?: Duration.Input | undefined
+  /** This writer's chain (default `<host>:<pid>:<random>`). */
+  readonly chain?: string | undefined
 }
 
+/** The options of the storage's own audit log (the gateway sets them from AUDIT_DURABILITY). */
+export const AuditLogSettings = Context.Reference<AuditLogOptions>("@janus/storage/AuditLogSettings", {
+  defaultValue: () => ({})
+})
+
 export class AuditLog extends Context.Service<AuditLog, {
-  /** Buffers a record for the next flush; never fails, never waits for the database. */
+  /** Buffers a record; with `sync` durability returns once it is committed. Never fails. */
   readonly record: (entry: AuditInput) => Effect.Effect<void>
   /** Writes every record buffered now (batch by batch); on failure the unwritten ones stay buffered. */
   readonly flush: Effect.Effect<void, StorageError>
   /** Records waiting to be written. */
   readonly buffered: Effect.Effect<number>
+  /** This writer's chain. */
+  readonly chain: string
   /** A page of records, newest first. */
   readonly query: (query: AuditQuery) => Effect.Effect<AuditPage, InvalidInput | StorageError>
 }>()("@janus/storage/AuditLog") {
@@ -170,110 +127,30 @@ export class AuditLog extends Context.Service<AuditLog, {
   static readonly layerWith = (options: AuditLogOptions = {}): Layer.Layer<AuditLog, never, SqlClient.SqlClient> =>
     Layer.effect(AuditLog, Effect.suspend(() => make(options)))
 
-  /** The audit log with the default limits (1 s, 500 per batch, 100,000 buffered). */
-  static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient> = AuditLog.layerWith()
+  /** The audit log with `AuditLogSettings` (default: 1 s, 500 per batch, 100,000 buffered, `sync`). */
+  static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient> = Layer.unwrap(
+    Effect.map(Effect.service(AuditLogSettings), (options) => AuditLog.layerWith(options))
+  )
 }
 
-// -----------------------------------------------------------------------------
-// Rows
-// -----------------------------------------------------------------------------
-
-interface InsertRow {
-  readonly at: Date
-  readonly identity: string
-  readonly tool: string
-  readonly method: string
-  readonly connection: string | null
-  readonly outcome: AuditOutcome
-  readonly status: number | null
-  readonly duration_ms: number
-  readonly bytes_in: number
-  readonly bytes_out: number
-  readonly redactions: number
-  readonly request_id: string | null
-  readonly trace_id: string | null
+/** Records committed together wake their waiters together. */
+interface Group {
+  readonly done: Deferred.Deferred<void>
+  pending: number
 }
 
-const INT4_MAX = 2_147_483_647
-const outcomes: ReadonlySet<string> = new Set(AuditOutcome.literals)
-
-/** Text as stored: `Storable` (see the rules); very long values are cut (they are names and ids, not bodies). */
-const text = (value: string): string => storableText(value.length > 1_024 ? value.slice(0, 1_024) : value)
-const textOrNull = (value: string | null | undefined): string | null =>
-  value === null || value === undefined ? null : text(String(value))
-const count = (value: number | undefined, max: number): number =>
-  value === undefined || !Number.isFinite(value) ? 0 : Math.min(max, Math.max(0, Math.round(value)))
-
-const toInsertRow = (input: AuditInput, at: Date): InsertRow => ({
-  at,
-  identity: text(String(input.identity)),
-  tool: text(String(input.tool)),
-  method: text(String(input.method ?? "tools/call")),
-  connection: textOrNull(input.connection),
-  outcome: outcomes.has(input.outcome) ? input.outcome : "error",
-  status: input.status === null || input.status === undefined || !Number.isFinite(input.status)
-    ? null
-    : Math.max(-INT4_MAX, Math.min(INT4_MAX, Math.trunc(input.status))),
-  duration_ms: count(input.durationMs, INT4_MAX),
-  bytes_in: count(input.bytesIn, Number.MAX_SAFE_INTEGER),
-  bytes_out: count(input.bytesOut, Number.MAX_SAFE_INTEGER),
-  redactions: count(input.redactions, INT4_MAX),
-  request_id: textOrNull(input.requestId),
-  trace_id: textOrNull(input.traceId)
-})
-
-interface SelectRow {
-  readonly id: number | bigint | string
-  readonly at: Date | string
-  readonly at_key: string
-  readonly identity: string
-  readonly tool: string
-  readonly method: string
-  readonly connection: string | null
-  readonly outcome: AuditOutcome
-  readonly status: number | null
-  readonly duration_ms: number
-  readonly bytes_in: number | bigint | string
-  readonly bytes_out: number | bigint | string
-  readonly redactions: number
-  readonly request_id: string | null
-  readonly trace_id: string | null
+interface Buffered {
+  readonly row: InsertRow
+  readonly group: Group | undefined
 }
 
-const fromRow = (row: SelectRow): AuditRecord => ({
-  id: toNumber(row.id),
-  at: toDate(row.at),
-  identity: row.identity,
-  tool: row.tool,
-  method: row.method,
-  connection: row.connection,
-  outcome: row.outcome,
-  status: row.status === null ? null : toNumber(row.status),
-  durationMs: toNumber(row.duration_ms),
-  bytesIn: toNumber(row.bytes_in),
-  bytesOut: toNumber(row.bytes_out),
-  redactions: toNumber(row.redactions),
-  requestId: row.request_id,
-  traceId: row.trace_id
-})
-
-// Cursor: base64url("<at as UTC ISO with microseconds>|<id>").
-const CURSOR_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
-const encodeCursor = (row: SelectRow): string =>
-  Buffer.from(`${row.at_key}|${toNumber(row.id)}`, "utf8").toString("base64url")
-const decodeCursor = (cursor: string): { readonly at: string; readonly id: number } | undefined => {
-  const [at, id, ...rest] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
-  if (rest.length > 0 || at === undefined || id === undefined) return undefined
-  if (!CURSOR_AT.test(at) || !/^\d{1,15}$/.test(id)) return undefined
-  return { at, id: Number(id) }
+/** Where a chain stands: the last seq written and its hash. */
+interface Position {
+  readonly seq: number
+  readonly hash: string
 }
 
-/** The instants a query may name: years 0001 to 9999 (what ISO 8601 writes with four digits). */
-const MIN_INSTANT = new Date("0001-01-01T00:00:00Z").getTime()
-const MAX_INSTANT = new Date("9999-12-31T23:59:59.999Z").getTime()
-
-const invalid = (field: string, value: unknown, expected: string) =>
-  new InvalidInput({ entity: "audit_query", field, value: String(value), expected })
+const defaultChain = (): string => `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
 
 // -----------------------------------------------------------------------------
 // Service
@@ -286,11 +163,18 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   const maxBuffered = Math.max(1, options.maxBuffered ?? 100_000)
   const warnEveryMs = Duration.toMillis(Duration.fromInputUnsafe(options.warnInterval ?? "10 seconds"))
   const maxBackoffMs = Duration.toMillis(Duration.fromInputUnsafe(options.maxBackoff ?? "30 seconds"))
+  const durableTimeout = Duration.fromInputUnsafe(options.durableTimeout ?? "10 seconds")
+  const sync = (options.durability ?? "sync") === "sync"
+  const chain = options.chain ?? defaultChain()
   const earlyFlushAt = Math.min(batchSize, maxBuffered)
 
-  const buffer = new Ring<InsertRow>(maxBuffered)
+  const buffer = new Ring<Buffered>(maxBuffered)
   const wake = yield* Queue.sliding<void>(1)
   const writing = yield* Semaphore.make(1)
+  // the group the records buffered now join; replaced when a batch takes them
+  let group: Group | undefined
+  // where this writer's chain stands (only the flush, under `writing`, moves it)
+  let position: Position = { seq: 0, hash: "" }
 
   const drops = DropReport.make({
     metric: dropped,
@@ -300,12 +184,32 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       `(counted in janus.audit.dropped)`
   })
 
+  /** Marks `batch` committed (or given up): the groups whose every record is settled wake up. */
+  const settle = (batch: ReadonlyArray<Buffered>) => {
+    for (const item of batch) {
+      if (item.group !== undefined && --item.group.pending === 0) Deferred.doneUnsafe(item.group.done, Effect.void)
+    }
+  }
+
   // --- writer --------------------------------------------------------------------
-  const push = (input: AuditInput, at: Date) =>
+  const push = (input: AuditInput, at: Date): Effect.Effect<void> =>
     Effect.suspend(() => {
-      const droppedOne = buffer.push(toInsertRow(input, at))
-      if (buffer.size >= earlyFlushAt) Queue.offerUnsafe(wake, undefined)
-      return droppedOne ? drops.note(1) : Effect.void
+      let joined: Group | undefined
+      if (sync) {
+        joined = group ??= { done: Deferred.makeUnsafe<void>(), pending: 0 }
+        joined.pending++
+      }
+      const droppedOne = buffer.push({ row: toInsertRow(input, at), group: joined })
+      if (sync || buffer.size >= earlyFlushAt) Queue.offerUnsafe(wake, undefined)
+      const noted = droppedOne ? drops.note(1) : Effect.void
+      if (joined === undefined) return noted
+      return Effect.andThen(
+        noted,
+        Deferred.await(joined.done).pipe(
+          Effect.timeoutOption(durableTimeout),
+          Effect.flatMap((done) => done._tag === "None" ? Metric.update(late, 1) : Effect.void)
+        )
+      )
     })
 
   const record = (input: AuditInput): Effect.Effect<void> =>
@@ -313,38 +217,86 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       ? push(input, input.at)
       : Effect.flatMap(Clock.currentTimeMillis, (now) => push(input, new Date(now)))
 
-  const insert = (rows: ReadonlyArray<InsertRow>) =>
-    Effect.as(sql`INSERT INTO audit_records ${sql.insert(rows as unknown as [Record<string, unknown>])}`, rows)
+  /** `rows` numbered and hashed after `from`. */
+  const chained = (rows: ReadonlyArray<InsertRow>, from: Position): ReadonlyArray<ChainedRow> => {
+    let { hash, seq } = from
+    return rows.map((row) => {
+      seq++
+      const prev = hash
+      hash = hashOf(chain, seq, prev, row)
+      return { ...row, chain, seq, prev_hash: prev, hash }
+    })
+  }
 
-  /** Writes `batch` in one transaction, leaving out (and reporting) the records Postgres refuses. */
+  const insert = (rows: ReadonlyArray<ChainedRow>) =>
+    sql`INSERT INTO audit_records ${sql.insert(rows as unknown as [Record<string, unknown>])}`
+
+  const moveHead = (to: Position) =>
+    sql`INSERT INTO audit_chains (chain, last_seq, last_hash) VALUES (${chain}, ${to.seq}, ${to.hash})
+      ON CONFLICT (chain) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash,
+        updated_at = now()`
+
+  const last = (rows: ReadonlyArray<ChainedRow>, otherwise: Position): Position => {
+    const row = rows[rows.length - 1]
+    return row === undefined ? otherwise : { seq: row.seq, hash: row.hash }
+  }
+
+  /** One INSERT of the whole batch and the head, in one transaction; the new position. */
+  const writeAll = (batch: ReadonlyArray<InsertRow>) =>
+    Effect.suspend(() => {
+      const rows = chained(batch, position)
+      const to = last(rows, position)
+      return Effect.as(sql.withTransaction(Effect.andThen(insert(rows), moveHead(to))), to)
+    })
+
+  /**
+   * The batch again in one transaction, finding the records Postgres refuses by halves (each part chained
+   * after what the parts before it wrote, so the chain has no hole); those are dropped and reported.
+   */
   const writeIsolating = (batch: ReadonlyArray<InsertRow>) =>
-    sql.withTransaction(isolate(sql, batch, insert)).pipe(
-      Effect.flatMap(({ refused }) =>
-        refused.length === 0 ? Effect.void : Effect.andThen(
-          Metric.update(dropped, refused.length),
-          Effect.logWarning(
-            `audit log: Postgres refused ${refused.length} of ${batch.length} records (${
-              describeRefusals(refused)
-            }); wrote the others, dropped those (counted in janus.audit.dropped)`
-          )
+    sql.withTransaction(Effect.gen(function*() {
+      let at = position
+      const { refused } = yield* isolate(sql, batch, (part) =>
+        Effect.suspend(() => {
+          const rows = chained(part, at)
+          return Effect.map(insert(rows), () => {
+            at = last(rows, at)
+            return rows
+          })
+        }))
+      yield* moveHead(at)
+      if (refused.length > 0) {
+        yield* Metric.update(dropped, refused.length)
+        yield* Effect.logWarning(
+          `audit log: Postgres refused ${refused.length} of ${batch.length} records (${
+            describeRefusals(refused)
+          }); wrote the others, dropped those (counted in janus.audit.dropped)`
         )
-      )
-    )
+      }
+      return at
+    }))
 
   /**
    * Takes one batch and writes it with one INSERT (by halves when Postgres refuses some record); when the
    * database fails puts it back in front. Never interrupted midway.
    */
-  const writeBatch = (size: number) =>
+  const writeBatch = (size: number): Effect.Effect<void, SqlError> =>
     Effect.uninterruptible(Effect.suspend(() => {
       const batch = buffer.take(size)
       if (batch.length === 0) return Effect.void
-      return insert(batch).pipe(
-        Effect.asVoid,
-        Effect.catchIf(isRefusal, () => writeIsolating(batch)),
+      const rows = batch.map((item) => item.row)
+      return writeAll(rows).pipe(
+        Effect.catchIf(isRefusal, () => writeIsolating(rows)),
+        Effect.flatMap((to) =>
+          Effect.sync(() => {
+            position = to
+            settle(batch)
+          })
+        ),
         Effect.tapCause(() =>
           Effect.suspend(() => {
             const lost = buffer.unshiftAll(batch)
+            if (lost > 0) settle(batch.slice(0, lost))
             return lost > 0 ? drops.note(lost) : Effect.void
           })
         )
@@ -352,6 +304,8 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     }))
 
   const flush: Effect.Effect<void, StorageError> = writing.withPermit(Effect.suspend(() => {
+    // the records buffered now form one group; later ones join the next
+    group = undefined
     let remaining = buffer.size
     const next: Effect.Effect<void, SqlError> = Effect.suspend(() => {
       if (remaining <= 0) return Effect.void
@@ -362,13 +316,24 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     return next
   })).pipe(storageError("auditLog.flush"))
 
+  // Where this chain stands when the writer restarts with a given chain name (a new name starts at 0).
+  const head = yield* sql<{ last_seq: unknown; last_hash: string }>`
+    SELECT last_seq, last_hash FROM audit_chains WHERE chain = ${chain}`.pipe(
+    Effect.orElseSucceed(() => [])
+  )
+  if (head[0] !== undefined) position = { seq: Number(head[0].last_seq), hash: head[0].last_hash }
+
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
     DropReport.finalFlush({
       flush,
       drops,
       metric: dropped,
-      discardAll: () => buffer.take(buffer.size).length,
+      discardAll: () => {
+        const rest = buffer.take(buffer.size)
+        settle(rest)
+        return rest.length
+      },
       writer: "audit log",
       noun: "records",
       metricName: "janus.audit.dropped"
@@ -400,58 +365,12 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     }
   }).pipe(Effect.forkScoped)
 
-  // --- reader ----------------------------------------------------------------------
-  const query = Effect.fnUntraced(function*(q: AuditQuery) {
-    if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > MAX_PAGE) {
-      return yield* invalid("limit", q.limit, `an integer from 1 to ${MAX_PAGE}`)
-    }
-    const clauses = []
-    for (const [field, value] of [["from", q.from], ["to", q.to]] as const) {
-      if (value !== undefined && !(value instanceof Date && !Number.isNaN(value.getTime()))) {
-        return yield* invalid(field, value, "a valid date")
-      }
-      if (value !== undefined && (value.getTime() < MIN_INSTANT || value.getTime() > MAX_INSTANT)) {
-        return yield* invalid(
-          field,
-          value.toISOString(),
-          "an instant from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
-        )
-      }
-    }
-    if (q.from !== undefined) clauses.push(sql`at >= ${q.from}`)
-    if (q.to !== undefined) clauses.push(sql`at < ${q.to}`)
-    if (q.tool !== undefined) clauses.push(sql`tool = ${text(q.tool)}`)
-    if (q.outcome !== undefined) {
-      if (!outcomes.has(q.outcome)) return yield* invalid("outcome", q.outcome, AuditOutcome.literals.join(" | "))
-      clauses.push(sql`outcome = ${q.outcome}`)
-    }
-    if (q.identity !== undefined) clauses.push(sql`identity = ${text(q.identity)}`)
-    if (q.connection !== undefined) clauses.push(sql`connection = ${text(q.connection)}`)
-    if (q.cursor !== undefined) {
-      const after = decodeCursor(q.cursor)
-      if (after === undefined) return yield* invalid("cursor", q.cursor, "a nextCursor returned by a previous page")
-      clauses.push(sql`(at, id) < (${after.at}::timestamptz, ${after.id})`)
-    }
-    const rows = yield* sql<SelectRow>`
-      SELECT id, at, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at_key,
-        identity, tool, method, connection, outcome, status, duration_ms, bytes_in, bytes_out, redactions,
-        request_id, trace_id
-      FROM audit_records
-      WHERE ${sql.and(clauses)}
-      ORDER BY at DESC, id DESC
-      LIMIT ${q.limit + 1}`.pipe(storageError("auditLog.query"))
-    const page = rows.slice(0, q.limit)
-    return {
-      items: page.map(fromRow),
-      nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null
-    } satisfies AuditPage
-  })
-
   return AuditLog.of({
     record,
     flush,
     buffered: Effect.sync(() => buffer.size),
-    query
+    chain,
+    query: makeQuery(sql)
   })
 })
 

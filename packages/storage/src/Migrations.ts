@@ -243,6 +243,52 @@ export const migrations = {
   // like tools/call (`tool` then names `<connection>/<prompt or resource>`).
   "0009_audit_method": statements(
     `ALTER TABLE audit_records ADD COLUMN method text NOT NULL DEFAULT 'tools/call'`
+  ),
+  // The audit trail (issue 18): three kinds of record (call, admin change, refused authentication), the
+  // caller by name as it was then, the presented credential's kind and fingerprint (never its value),
+  // which limiter bucket refused, how many refusals a sampled row stands for, the admin change (actor,
+  // resource, versions, changed fields as JSON text), and the hash chain: one chain per writer (`chain`,
+  // `seq`, `prev_hash`, `hash`), its head in `audit_chains` (updated in the same transaction as its rows,
+  // so a truncated tail is seen) and where retention left it (`first_seq`, `first_prev_hash`).
+  "0010_audit_trail": statements(
+    `ALTER TABLE audit_records DROP CONSTRAINT audit_records_outcome_check`,
+    `ALTER TABLE audit_records ADD CONSTRAINT audit_records_outcome_check
+      CHECK (outcome IN ('ok', 'error', 'denied', 'invalid', 'rate_limited', 'shed', 'breaker_open', 'timeout',
+        'unauthenticated'))`,
+    `ALTER TABLE audit_records
+      ADD COLUMN kind text NOT NULL DEFAULT 'call' CHECK (kind IN ('call', 'admin', 'auth')),
+      ADD COLUMN caller_name text,
+      ADD COLUMN caller_subject text,
+      ADD COLUMN caller_client text,
+      ADD COLUMN credential_kind text,
+      ADD COLUMN credential_fingerprint text,
+      ADD COLUMN bucket text,
+      ADD COLUMN client_ip text,
+      ADD COLUMN repeats integer NOT NULL DEFAULT 1,
+      ADD COLUMN action text,
+      ADD COLUMN resource_kind text,
+      ADD COLUMN resource_id text,
+      ADD COLUMN resource_name text,
+      ADD COLUMN version_before integer,
+      ADD COLUMN version_after integer,
+      ADD COLUMN changes text,
+      ADD COLUMN interface text,
+      ADD COLUMN chain text,
+      ADD COLUMN seq bigint,
+      ADD COLUMN prev_hash text,
+      ADD COLUMN hash text`,
+    `CREATE UNIQUE INDEX audit_records_chain_seq_idx ON audit_records (chain, seq)`,
+    `CREATE INDEX audit_records_kind_at_idx ON audit_records (kind, at)`,
+    `CREATE INDEX audit_records_request_id_idx ON audit_records (request_id)`,
+    `CREATE INDEX audit_records_trace_id_idx ON audit_records (trace_id)`,
+    `CREATE TABLE audit_chains (
+      chain text PRIMARY KEY,
+      first_seq bigint NOT NULL DEFAULT 1,
+      first_prev_hash text NOT NULL DEFAULT '',
+      last_seq bigint NOT NULL,
+      last_hash text NOT NULL,
+      updated_at timestamptz NOT NULL DEFAULT now()
+    )`
   )
 } as const
 

@@ -45,17 +45,18 @@ export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
 export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"
 
 // Audit log and MCP sessions
+export * as AuditChain from "./AuditChain.ts"
 export {
-  AuditEntry,
-  type AuditInput,
+  type AuditDurability,
   AuditLog,
   type AuditLogOptions,
-  AuditOutcome,
-  type AuditPage,
-  AuditQuery,
-  AuditRecord,
-  dropped as auditDropped
+  AuditLogSettings,
+  dropped as auditDropped,
+  late as auditLate
 } from "./AuditLog.ts"
+export { type AuditPage, AuditQuery, MAX_PAGE as AUDIT_MAX_PAGE } from "./AuditRead.ts"
+export * as AuditRows from "./AuditRows.ts"
+export { AuditEntry, type AuditInput, AuditKind, AuditOutcome, AuditRecord } from "./AuditRows.ts"
 export {
   type McpSessionRecord,
   McpSessions,

@@ -58,7 +58,12 @@ export const request = async <A = any>(method: string, path: string, options: Re
 /** Like `request`, for a text answer (e.g. `?format=yaml`): the body as it came. */
 export const requestText = async (method: string, path: string, options: RequestOptions = {}): Promise<string> => {
   const token = options.token ?? session.get()
-  const headers: Record<string, string> = { accept: "application/json", ...options.headers }
+  // the audit trail records Studio's changes as made through Studio
+  const headers: Record<string, string> = {
+    accept: "application/json",
+    "x-janus-client": "studio",
+    ...options.headers
+  }
   if (token !== undefined) headers.authorization = `Bearer ${token}`
   if (options.body !== undefined) headers["content-type"] = "application/json"
   if (options.text !== undefined) headers["content-type"] = options.text.contentType

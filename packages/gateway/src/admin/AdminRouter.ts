@@ -11,6 +11,13 @@
  *   `ApiProblem` (a defect) is a 500 with a fixed message and the request id,
  *   and its cause is logged with that id. Handlers never log bodies or
  *   headers, so neither tokens nor secret values reach a log.
+ * - Every change a handler makes is audited (`audit/AdminChanges`) as made by
+ *   the authenticated principal (`CurrentActor`: the admin token's id and
+ *   name, or the OAuth subject and client), with the request id and client
+ *   address, through `studio` when the request carries `X-Janus-Client:
+ *   studio` (Studio sends it) and `api` otherwise. A request refused by
+ *   authentication (401/403, or 429 of the failed-authentication bucket) is
+ *   an `auth` row, sampled like MCP's (`calls/AdmissionAudit`).
  * - Unknown paths under `/api/v1` are 404 `route_not_found`; a known path with
  *   another method is 405 with `Allow`. A path the router cannot even match
  *   (not valid percent-encoded UTF-8: 400 `malformed_path`; a segment longer
@@ -22,8 +29,12 @@
 import { Cause, Context, Effect, Layer, Option } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
+import * as Actor from "../audit/Actor.ts"
+import { Admission } from "../auth/Admission.ts"
+import { AdmissionAudit } from "../calls/AdmissionAudit.ts"
+import { admissionRequest } from "../mcp/Guard.ts"
 import { CurrentRequestId } from "../observability/HttpObservability.ts"
-import { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
+import { AdminAuth, AdminIdentity, type AdminPrincipal } from "./AdminAuth.ts"
 import * as Problem from "./Problem.ts"
 
 /** The mount point of the admin API. */
@@ -45,11 +56,17 @@ export class AdminRouter extends Context.Service<AdminRouter, {
   /** Adds `method path` under `/api/v1` (`path` like `/connections/:id`). */
   readonly add: (method: Method, path: `/${string}`, handler: AdminHandler) => Effect.Effect<void>
 }>()("@janus/gateway/admin/AdminRouter") {
-  static readonly layer: Layer.Layer<AdminRouter, never, HttpRouter.HttpRouter | AdminAuth> = Layer.effect(
+  static readonly layer: Layer.Layer<
+    AdminRouter,
+    never,
+    HttpRouter.HttpRouter | AdminAuth | Admission | AdmissionAudit
+  > = Layer.effect(
     AdminRouter,
     Effect.gen(function*() {
       const router = yield* HttpRouter.HttpRouter
       const auth = yield* AdminAuth
+      const admission = yield* Admission
+      const refusals = yield* AdmissionAudit
       // The admin routes alone, to tell 404 from 405 in the fallback.
       const known = FindMyWay.make<true>()
 
@@ -59,8 +76,29 @@ export class AdminRouter extends Context.Service<AdminRouter, {
           const requestId = current ?? randomUUID()
           return Effect.gen(function*() {
             const request = yield* HttpServerRequest.HttpServerRequest
-            const principal = yield* auth.authenticate(request)
-            return yield* Effect.provideService(handler, AdminIdentity, principal)
+            const clientIp = admission.clientAddress(admissionRequest(request))
+            const principal = yield* auth.authenticate(request).pipe(
+              Effect.tapError((problem) =>
+                problem.status === 401 || problem.status === 403 || problem.status === 429
+                  ? refusals.refused({
+                    surface: "admin",
+                    outcome: problem.status === 401
+                      ? "unauthenticated"
+                      : problem.status === 403
+                      ? "denied"
+                      : "rate_limited",
+                    status: problem.status,
+                    bucket: problem.status === 429 ? "auth_failure" : null,
+                    clientIp,
+                    headers: request.headers
+                  })
+                  : Effect.void
+              )
+            )
+            return yield* handler.pipe(
+              Effect.provideService(AdminIdentity, principal),
+              Effect.provideService(Actor.CurrentActor, actorOf(principal, request, requestId, clientIp))
+            )
           }).pipe(
             Effect.catchCause((cause) =>
               Cause.hasInterruptsOnly(cause)
@@ -117,6 +155,26 @@ export class AdminRouter extends Context.Service<AdminRouter, {
     })
   )
 }
+
+/** The actor of the changes an admin request makes (see the rules). */
+const actorOf = (
+  principal: AdminPrincipal,
+  request: HttpServerRequest.HttpServerRequest,
+  requestId: string,
+  clientIp: string
+): Actor.Actor => ({
+  ...(principal.kind === "admin_token"
+    ? { identity: `admin:${principal.tokenId}`, name: principal.name, subject: null, client: null }
+    : {
+      identity: `oauth:${principal.issuer}#${principal.subject}`,
+      name: principal.subject,
+      subject: principal.subject,
+      client: principal.clientId ?? null
+    }),
+  interface: request.headers["x-janus-client"] === "studio" ? "studio" : "api",
+  requestId,
+  clientIp
+})
 
 const pathOf = (url: string): string => url.split("?")[0]!.slice(0, 200)
 

@@ -40,7 +40,9 @@ import type {
 } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
+import type * as SqlClient from "effect/sql/SqlClient"
 import type { Admission } from "../auth/Admission.ts"
+import type { AdmissionAudit } from "../calls/AdmissionAudit.ts"
 import type { JanusConfig } from "../config/JanusConfig.ts"
 import type { ConfigurationApplier } from "../configuration/Applier.ts"
 import type { DownstreamClient } from "../egress/index.ts"
@@ -82,7 +84,9 @@ export const AdminApiRoutes: Layer.Layer<
   | DownstreamClient
   | SecretCache
   | Admission
+  | AdmissionAudit
   | ConfigurationApplier
+  | SqlClient.SqlClient
 > = Layer.mergeAll(
   AuditRoutes,
   ConfigRoutes,

@@ -99,6 +99,8 @@ export class Admission extends Context.Service<Admission, {
   readonly canSee: (caller: Caller.Caller, toolName: string) => boolean
   /** Whether `caller` may use the URL of the virtual server `name`. */
   readonly canUseServer: (caller: Caller.Caller, name: string) => boolean
+  /** The client's address (the socket peer, or `X-Forwarded-For` behind trusted proxies), for the audit. */
+  readonly clientAddress: (request: AdmissionRequest) => string
   /** Where rate-limit decisions are taken now (diagnostics). */
   readonly limiterBackend: Effect.Effect<Limits.LimiterBackend>
 }>()("@janus/gateway/auth/Admission") {
@@ -151,7 +153,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
     const policy = limits.policy(tier)
     const header = AuthHeaders.ratePolicy(policy)
     const what = tier === "ip" ? "from this address" : "for this identity"
-    return (error: Limits.RateLimited) => {
+    return (error: Limits.RateLimited, caller?: Caller.Caller) => {
       const s = AuthHeaders.seconds(error.retryAfterMs)
       return new AdmissionRefused({
         status: 429,
@@ -161,7 +163,9 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
           `Too many requests ${what}: the limit is ${policy.rate} per second (burst ${policy.burst}); ` +
           `retry after ${s} s`,
         headers: AuthHeaders.tooManyRequests(policy, header, error.retryAfterMs),
-        retryAfterMs: error.retryAfterMs
+        retryAfterMs: error.retryAfterMs,
+        bucket: tier,
+        caller
       })
     }
   }
@@ -172,10 +176,10 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
   const identityLimit = (caller: Caller.Caller): Effect.Effect<Caller.Caller, AdmissionRefused> =>
     caller.kind === "anonymous" || caller.kind === undefined
       ? Effect.succeed(caller)
-      : Effect.as(Effect.mapError(limits.consume("identity", caller.id), identityRefusal), caller)
+      : Effect.as(Effect.mapError(limits.consume("identity", caller.id), (e) => identityRefusal(e, caller)), caller)
 
   const ipLimit = (request: AdmissionRequest): Effect.Effect<void, AdmissionRefused> =>
-    Effect.mapError(limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)), ipRefusal)
+    Effect.mapError(limits.consume("ip", clientIp.bucket(request.headers, request.remoteAddress)), (e) => ipRefusal(e))
 
   const admit = (request: AdmissionRequest): Effect.Effect<Caller.Caller, AdmissionRefused> =>
     ipLimit(request).pipe(
@@ -195,11 +199,12 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
     // a failure that empties the bucket is answered 429 too: a burst in parallel gets `burst` answers
     const charged = Effect.tapError(
       authenticated,
-      (error) => failed(error) ? Effect.mapError(limits.consume("auth_failure", address), failureRefusal) : Effect.void
+      (error) =>
+        failed(error) ? Effect.mapError(limits.consume("auth_failure", address), (e) => failureRefusal(e)) : Effect.void
     )
     return limits.consume("ip", address).pipe(
-      Effect.mapError(ipRefusal),
-      Effect.andThen(Effect.mapError(limits.peek("auth_failure", address), failureRefusal)),
+      Effect.mapError((e) => ipRefusal(e)),
+      Effect.andThen(Effect.mapError(limits.peek("auth_failure", address), (e) => failureRefusal(e))),
       Effect.andThen(charged)
     )
   }
@@ -211,6 +216,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
     authorize: ToolScope.authorize,
     canSee: ToolScope.canSee,
     canUseServer: ToolScope.canUseServer,
+    clientAddress: (request) => clientIp.address(request.headers, request.remoteAddress),
     limiterBackend: limits.backend
   })
 })

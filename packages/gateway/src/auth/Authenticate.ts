@@ -201,6 +201,7 @@ export const make = (options: AuthenticateOptions): Authenticate => {
     scopes: identity.scopes,
     kind: "oauth",
     name: identity.subject,
+    ...(identity.clientId === undefined ? {} : { clientId: identity.clientId }),
     tools: null,
     virtualServers: null,
     // accepted until `exp` plus the skew: a stream ending sooner would be reopened and end again at once

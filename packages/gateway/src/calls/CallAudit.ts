@@ -6,30 +6,53 @@
  * **Rules**
  *
  * - Every attempt is recorded exactly once, whatever its outcome: ok, error,
- *   denied, invalid, rate_limited, shed, breaker_open, timeout.
- * - Recording never blocks the call: the audit log and the event log both
- *   buffer in memory and flush in batches (see storage's `AuditLog` and
- *   `EventLog`).
+ *   denied, invalid, rate_limited, shed, breaker_open, timeout (refusals
+ *   before a caller is admitted are `AdmissionAudit`'s).
+ * - The record names the caller as it was then: the client token's name, or
+ *   the OAuth subject and client; the request id of the HTTP request and the
+ *   trace id of the call's span, so a record is found from a log line or a
+ *   trace and back.
+ * - With AUDIT_DURABILITY=sync (the default) `record` returns once the row is
+ *   committed (storage's `AuditLog`, group commit), so the call is answered
+ *   only after that; the `calls` event for Studio is written after the row.
  * - Argument and response bodies are never recorded, only their sizes.
  *
  * @since 0.1.0
  */
-import { EventLog } from "@janus/storage"
+import { type AuditInput, EventLog } from "@janus/storage"
 import { Clock, Context, Effect, Layer } from "effect"
+import { CurrentRequestId, traceIdOf } from "../observability/HttpObservability.ts"
 import type { CallRecord, Outcome } from "./CallRecord.ts"
 
-export interface AuditEntry {
-  readonly identity: string
-  readonly tool: string
-  readonly method: string
-  readonly connection: string | null
-  readonly outcome: Outcome
-  readonly status: number | null
-  readonly durationMs: number
-  readonly bytesIn: number
-  readonly bytesOut: number
-  readonly redactions: number
-  readonly at: Date
+/** The audit input of `call` ended with `outcome` at `now`, in `context` (request id, span). */
+export const entryOf = (
+  call: CallRecord,
+  outcome: Outcome,
+  now: number,
+  context: Context.Context<never>
+): AuditInput => {
+  const caller = call.caller
+  return {
+    kind: "call",
+    identity: call.identity,
+    tool: call.tool,
+    method: call.method,
+    connection: call.connection,
+    outcome,
+    status: call.status,
+    durationMs: now - call.startedAt,
+    bytesIn: call.bytesIn,
+    bytesOut: call.bytesOut,
+    redactions: call.redactions,
+    at: new Date(now),
+    requestId: Context.get(context, CurrentRequestId) ?? null,
+    traceId: traceIdOf(context),
+    callerName: caller.name ?? null,
+    callerSubject: caller.kind === "oauth" ? caller.name ?? null : null,
+    callerClient: caller.clientId ?? null,
+    credentialKind: caller.kind ?? "anonymous",
+    bucket: call.bucket
+  }
 }
 
 export class CallAudit extends Context.Service<CallAudit, {
@@ -40,7 +63,7 @@ export class CallAudit extends Context.Service<CallAudit, {
    * `calls` event for Studio's live view.
    */
   static readonly layerWith = (
-    sink: (entry: AuditEntry) => Effect.Effect<void>
+    sink: (entry: AuditInput) => Effect.Effect<void>
   ): Layer.Layer<CallAudit, never, EventLog> =>
     Layer.effect(
       CallAudit,
@@ -48,25 +71,19 @@ export class CallAudit extends Context.Service<CallAudit, {
         const events = yield* EventLog
         return CallAudit.of({
           record: (call, outcome) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => {
-              const entry: AuditEntry = {
-                identity: call.identity,
-                tool: call.tool,
-                method: call.method,
-                connection: call.connection,
-                outcome,
-                status: call.status,
-                durationMs: now - call.startedAt,
-                bytesIn: call.bytesIn,
-                bytesOut: call.bytesOut,
-                redactions: call.redactions,
-                at: new Date(now)
-              }
-              return Effect.andThen(
-                sink(entry),
-                events.append({ topic: "calls", about: [call.tool], data: { ...entry, at: entry.at.toISOString() } })
-              )
-            })
+            Effect.withFiber((fiber) =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                const entry = entryOf(call, outcome, now, fiber.context)
+                return Effect.andThen(
+                  sink(entry),
+                  events.append({
+                    topic: "calls",
+                    about: [call.tool],
+                    data: { ...entry, at: new Date(now).toISOString() }
+                  })
+                )
+              })
+            )
         })
       })
     )

@@ -12,7 +12,8 @@
  *   (`CallAudit`), including calls the client cancelled. Arguments that do
  *   not fit the tool and unknown tools are `invalid`: the caller's mistake.
  * - `admit` (per-IP limiter, authentication, per-identity limiter) and the
- *   authorization of the tool are `Admission`'s; authorization runs before
+ *   authorization of the tool are `Admission`'s; a request `admit` refuses is
+ *   counted and (sampled) audited by `AdmissionAudit` (`kind: "auth"`); authorization runs before
  *   the permit, inside the audited region, so a refusal is audited `denied`.
  *   A tools/call that is a later message of a JSON-RPC batch first takes its
  *   own limiter tokens (`admitted`), inside the audited region too: a refusal
@@ -24,8 +25,9 @@ import { Cause, Clock, Effect, Exit, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import type * as Caller from "../mcp/Caller.ts"
-import { McpGuard } from "../mcp/Guard.ts"
+import { type AdmissionRefused, type AdmissionRequest, McpGuard } from "../mcp/Guard.ts"
 import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
+import { AdmissionAudit } from "./AdmissionAudit.ts"
 import { CallAudit } from "./CallAudit.ts"
 import * as CallRecord from "./CallRecord.ts"
 
@@ -52,12 +54,47 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
   return "error"
 }
 
-export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admission> = Layer.effect(
+const bucketOf = (cause: Cause.Cause<unknown>): string | null => {
+  const error = Cause.findErrorOption(cause)
+  if (error._tag === "None") return null
+  const e = error.value as { readonly _tag?: unknown; readonly bucket?: unknown }
+  return e._tag === "ToolCallRefused" && typeof e.bucket === "string" ? e.bucket : null
+}
+
+/** The bytes of a result as JSON (when the catalog did not measure the answer itself). */
+const sizeOf = (value: unknown): number => {
+  try {
+    return Buffer.byteLength(JSON.stringify(value) ?? "")
+  } catch {
+    return 0
+  }
+}
+
+/** The audit outcome of an HTTP-level refusal. */
+const refusalOutcome = (status: AdmissionRefused["status"]) =>
+  status === 401 ? "unauthenticated" as const : status === 403 ? "denied" as const : status === 429
+    ? "rate_limited" as const
+    : "error" as const
+
+export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admission | AdmissionAudit> = Layer.effect(
   McpGuard,
   Effect.gen(function*() {
     const config = yield* JanusConfig
     const audit = yield* CallAudit
     const admission = yield* Admission
+    const refusals = yield* AdmissionAudit
+
+    const admit = (request: AdmissionRequest) =>
+      Effect.tapError(admission.admit(request), (refusal) =>
+        refusals.refused({
+          surface: "mcp",
+          outcome: refusalOutcome(refusal.status),
+          status: refusal.status,
+          bucket: refusal.bucket ?? null,
+          clientIp: admission.clientAddress(request),
+          headers: request.headers,
+          caller: refusal.caller
+        }))
     const max = config.MCP_MAX_CONCURRENT_CALLS
     let active = 0
 
@@ -77,7 +114,7 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
       method?: string
     ) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const record = CallRecord.make(caller.id, toolName, now, method)
+        const record = CallRecord.make(caller, toolName, now, method)
         // the permit: taken only after authorization, refused at once (never queued) past the cap
         const permitted = Effect.suspend(
           (): Effect.Effect<A, E | ToolCallRefused, Exclude<R, CallRecord.CurrentCall>> => {
@@ -97,12 +134,14 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
             if (Exit.isFailure(exit) && record.status === null && outcome !== "error" && outcome !== "invalid") {
               record.status = REFUSED
             }
+            if (Exit.isFailure(exit)) record.bucket = bucketOf(exit.cause)
+            else if (record.bytesOut === 0) record.bytesOut = sizeOf(exit.value)
             // the calls metric (by outcome, tool and connection) is observability/Instrument's
             return audit.record(record, outcome)
           })
         ) as Effect.Effect<A, E | ToolCallRefused, R>
       })
 
-    return McpGuard.of({ admit: admission.admit, admitMessage: admission.admitMessage, guardCall })
+    return McpGuard.of({ admit, admitMessage: admission.admitMessage, guardCall })
   })
 )

@@ -10,21 +10,28 @@
  * @since 0.1.0
  */
 import { Context } from "effect"
+import type { Caller } from "../mcp/Caller.ts"
 
-/** Every outcome an audit record can have (SPEC "Audit record"). */
+/** Every outcome an audit record of a call can have (SPEC "Audit record"). */
 export type Outcome = "ok" | "error" | "denied" | "invalid" | "rate_limited" | "shed" | "breaker_open" | "timeout"
 
 export interface CallRecord {
   readonly identity: string
+  /** Who, by name, as it was when the call was made (the caller is immutable per token version). */
+  readonly caller: Caller
   /** The tool, or `<connection>/<prompt or resource>` for the other methods. */
   readonly tool: string
   /** The MCP method: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, ... */
   readonly method: string
   readonly startedAt: number
   connection: string | null
+  /** The limiter bucket that refused the call (`ip`, `identity`), when one did. */
+  bucket: string | null
   /** The downstream HTTP status, or the JSON-RPC error code of a refusal. */
   status: number | null
+  /** Bytes the call carried in: its arguments as JSON. */
   bytesIn: number
+  /** Bytes of the answer: the downstream body, or the result as JSON (measured by the guard when unset). */
   bytesOut: number
   redactions: number
   /** A cached response answered the call: no downstream request was made. */
@@ -34,8 +41,10 @@ export interface CallRecord {
 /** The record of the call the current fiber serves. */
 export class CurrentCall extends Context.Service<CurrentCall, CallRecord>()("@janus/gateway/calls/CurrentCall") {}
 
-export const make = (identity: string, tool: string, startedAt: number, method = "tools/call"): CallRecord => ({
-  identity,
+export const make = (caller: Caller, tool: string, startedAt: number, method = "tools/call"): CallRecord => ({
+  identity: caller.id,
+  caller,
+  bucket: null,
   tool,
   method,
   startedAt,

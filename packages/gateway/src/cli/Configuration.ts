@@ -26,13 +26,13 @@ import { type ApplyResult, ConfigurationApplier } from "../configuration/Applier
 import type { ConfigurationInvalid } from "../configuration/Document.ts"
 import { fromTexts, load, type Loaded } from "../configuration/Sources.ts"
 import * as Text from "../configuration/Text.ts"
-import { StorageLive } from "../StorageLive.ts"
+import { asCli, CliStorage } from "./AuditedStorage.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, progress, readStdin, Reported } from "./Support.ts"
 
 /** Runs `body` with the applier on the configured storage, after the embedded-mode guard. */
 const withApplier = <A, E, R>(body: Effect.Effect<A, E, R>) =>
   guardEmbedded.pipe(
-    Effect.andThen(Effect.provide(body, ConfigurationApplier.layer.pipe(Layer.provide(StorageLive))))
+    Effect.andThen(Effect.provide(asCli(body), ConfigurationApplier.layer.pipe(Layer.provideMerge(CliStorage))))
   )
 
 const exportCommand = Command.make("export", {

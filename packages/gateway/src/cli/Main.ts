@@ -10,6 +10,7 @@ import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
 import { Command } from "effect/cli"
 import { InvalidConfiguration, JanusConfig } from "../config/JanusConfig.ts"
 import { Logging } from "../observability/index.ts"
+import { audit } from "./Audit.ts"
 import { apply, export_ } from "./Configuration.ts"
 import { doctor, key, migrate } from "./Operations.ts"
 import { connection, endpoint, openapi, secret, token } from "./Resources.ts"
@@ -28,7 +29,8 @@ const janus = Command.make("janus").pipe(
     secret,
     key,
     export_,
-    apply
+    apply,
+    audit
   ])
 )
 

@@ -40,7 +40,8 @@ import * as Plan from "../configuration/Plan.ts"
 import { load } from "../configuration/Sources.ts"
 import { AllowList, EgressPolicy, portOf } from "../egress/index.ts"
 import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
-import { describeStorage, StorageLive } from "../StorageLive.ts"
+import { describeStorage } from "../StorageLive.ts"
+import { asCli, CliStorage } from "./AuditedStorage.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, serverAnswering } from "./Support.ts"
 
 /** Decodes a base64 master key; the failure names `source`, never the key. */
@@ -412,7 +413,10 @@ const keyRotate = Command.make("rotate", { json }, (input) =>
     const config = yield* JanusConfig
     const envMode = Option.isSome(config.JANUS_MASTER_KEY)
     const key = SecretBox.generateKey()
-    const result = yield* Effect.provide(Effect.flatMap(Effect.service(Secrets), (s) => s.rotate(key)), StorageLive)
+    const result = yield* Effect.provide(
+      asCli(Effect.flatMap(Effect.service(Secrets), (s) => s.rotate(key))),
+      CliStorage
+    )
     if (!envMode) {
       const file = Path.resolve(config.JANUS_HOME, "master.key")
       if (input.json) return yield* printJson({ keyId: result.keyId, reencrypted: result.reencrypted, keyFile: file })

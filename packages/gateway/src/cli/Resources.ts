@@ -26,12 +26,12 @@ import { Argument, Command, Flag } from "effect/cli"
 import * as Fs from "node:fs/promises"
 import * as Egress from "../egress/index.ts"
 import { OpenApiImporter } from "../openapi/index.ts"
-import { StorageLive } from "../StorageLive.ts"
+import { asCli, CliStorage } from "./AuditedStorage.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson, progress, readStdin, splitList } from "./Support.ts"
 
 /** Runs `body` on the configured storage, after the embedded-mode guard; failures printed. */
 const stored = <A, E, R>(body: Effect.Effect<A, E, R>) =>
-  guardEmbedded.pipe(Effect.andThen(Effect.provide(body, StorageLive)))
+  guardEmbedded.pipe(Effect.andThen(Effect.provide(asCli(body), CliStorage)))
 
 const withStorage = <A, E, R>(body: Effect.Effect<A, E, R>) => handled(stored(body))
 

@@ -52,6 +52,17 @@ export const VARIABLES = {
     true
   ),
   JANUS_SHUTDOWN_TIMEOUT: variable(Settings.duration(), Duration.seconds(20), "How long a drain may take on SIGTERM"),
+  AUDIT_DURABILITY: variable(
+    Settings.oneOf(["sync", "async"]),
+    "sync",
+    "sync: a call is answered only after its audit row is committed (group commit); async: answered at once, and " +
+      "the rows of up to the last second (or of a database outage) are lost if the process dies"
+  ),
+  AUDIT_RETENTION: variable(
+    Settings.duration(Duration.days(36_500), Duration.hours(1)),
+    Duration.days(90),
+    "How long audit records are kept; older ones are deleted in whole segments of their hash chain"
+  ),
   JANUS_ALLOWED_ORIGINS: variable(Settings.list, [], "Extra Origins allowed on /mcp (comma-separated)"),
   JANUS_ALLOWED_HOSTS: variable(
     Settings.hostNames,

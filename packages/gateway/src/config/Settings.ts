@@ -53,7 +53,10 @@ const unitMillis: Record<string, number> = {
   minutes: 60_000,
   h: 3_600_000,
   hour: 3_600_000,
-  hours: 3_600_000
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000
 }
 
 /**

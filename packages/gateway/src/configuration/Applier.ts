@@ -36,10 +36,13 @@
  * @since 0.1.0
  */
 import {
+  type AuditInput,
+  AuditLog,
   ClientTokens,
   Connections,
   type EndpointInput,
   Endpoints,
+  EventLog,
   Secrets,
   StorageError,
   VirtualServers
@@ -47,6 +50,8 @@ import {
 import { Clock, Config, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { createHash, timingSafeEqual } from "node:crypto"
+import * as Actor from "../audit/Actor.ts"
+import * as AdminChanges from "../audit/AdminChanges.ts"
 import { VARIABLES } from "../config/JanusConfig.ts"
 import { canonical } from "../openapi/Plan.ts"
 import {
@@ -139,11 +144,13 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
   static readonly layer: Layer.Layer<
     ConfigurationApplier,
     never,
-    SqlClient.SqlClient | Connections | Endpoints | VirtualServers | ClientTokens | Secrets
+    SqlClient.SqlClient | Connections | Endpoints | VirtualServers | ClientTokens | Secrets | AuditLog | EventLog
   > = Layer.effect(
     ConfigurationApplier,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const auditLog = yield* AuditLog
+      const eventLog = yield* EventLog
       const connections = yield* Connections
       const endpoints = yield* Endpoints
       const servers = yield* VirtualServers
@@ -334,7 +341,7 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
         sql`SELECT id FROM secrets FOR NO KEY UPDATE`
       ], { discard: true })
 
-      const apply = (doc: Configuration, options: ApplyOptions) =>
+      const applyInTransaction = (doc: Configuration, options: ApplyOptions) =>
         sql.withTransaction(Effect.gen(function*() {
           yield* sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`
           // a dry run writes too (to find every refusal), so it locks as much; it holds them only briefly
@@ -377,6 +384,27 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
               : Effect.void
           })
         )
+
+      /**
+       * The apply, its changes audited once it committed (none for a dry run): by the actor of the request or
+       * command, through `apply` (see `audit/Actor.ts` for why they wait).
+       */
+      const apply = (doc: Configuration, options: ApplyOptions) =>
+        Effect.gen(function*() {
+          const collected: Array<AuditInput> = []
+          const by = (yield* Actor.CurrentActor) ??
+            (options.origin === "file" ? { ...Actor.system, name: "JANUS_CONFIG_FILE" } : Actor.system)
+          const result = yield* applyInTransaction(doc, options).pipe(
+            Effect.provideService(Actor.Deferred, collected),
+            Effect.provideService(Actor.CurrentActor, { ...by, interface: "apply" })
+          )
+          if (result.applied) {
+            yield* Effect.forEach(collected, (input) => AdminChanges.write(auditLog, eventLog, input), {
+              discard: true
+            })
+          }
+          return result
+        })
 
       return ConfigurationApplier.of({ export: exportNow, apply })
     })

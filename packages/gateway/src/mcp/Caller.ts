@@ -41,6 +41,8 @@ export interface Caller {
    * through: the catalog serves only that server's tools. Absent: `/mcp`.
    */
   readonly virtualServer?: string | undefined
+  /** The OAuth client the access token was issued to (`client_id`, `azp`, ...), when it names one. */
+  readonly clientId?: string | undefined
   /** The client token's id (`kind: "client_token"`): its streams end when it is revoked or deleted. */
   readonly tokenId?: string | undefined
   /**

@@ -422,7 +422,8 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
           name,
           reason: "rate_limited",
           detail: refusal.message,
-          ...(refusal.retryAfterMs === undefined ? {} : { retryAfterMs: refusal.retryAfterMs })
+          ...(refusal.retryAfterMs === undefined ? {} : { retryAfterMs: refusal.retryAfterMs }),
+          ...(refusal.bucket === undefined ? {} : { bucket: refusal.bucket })
         })
     )
     // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)

@@ -49,6 +49,10 @@ export class AdmissionRefused extends Data.TaggedError("AdmissionRefused")<{
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** A rate limit's refusal: when a token is available again. */
   readonly retryAfterMs?: number | undefined
+  /** A rate limit's refusal: which bucket (`ip`, `identity`, `auth_failure`), for the audit record. */
+  readonly bucket?: string | undefined
+  /** Who was refused, when authentication had already succeeded (the per-identity limit). */
+  readonly caller?: Caller.Caller | undefined
 }> {}
 
 /** @since 0.1.0 */

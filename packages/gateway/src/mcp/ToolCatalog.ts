@@ -105,7 +105,9 @@ export class ToolCallRefused extends Schema.TaggedError<ToolCallRefused>()("Tool
   reason: RefusalReason,
   /** User-visible explanation. */
   detail: Schema.String,
-  retryAfterMs: Schema.optional(Schema.Number)
+  retryAfterMs: Schema.optional(Schema.Number),
+  /** The limiter bucket of a `rate_limited` refusal (`ip`, `identity`), for the audit record. */
+  bucket: Schema.optional(Schema.String)
 }) {}
 
 /** Every way a call can fail before producing an outcome. */

@@ -116,6 +116,21 @@ export const CurrentRequestId = Context.Reference<string | undefined>(
   { defaultValue: () => undefined }
 )
 
+/**
+ * The trace id of the request being served when no tracer makes spans: the
+ * incoming `traceparent`'s, or a new one (the gateway is then the trace's
+ * root), so audit records carry a trace id whether or not tracing is on.
+ * With a tracer, the current span's trace id is the one to use.
+ */
+export const CurrentTraceId = Context.Reference<string | undefined>(
+  "@janus/gateway/observability/CurrentTraceId",
+  { defaultValue: () => undefined }
+)
+
+/** The trace id of the current span, or of the request when no span is made (see `CurrentTraceId`). */
+export const traceIdOf = (context: Context.Context<never>): string | null =>
+  Context.getOrUndefined(context, Tracer.ParentSpan)?.traceId ?? Context.get(context, CurrentTraceId) ?? null
+
 /** The request id of a request: a sane `X-Request-Id`, or a new UUID. */
 export const requestIdOf = (request: HttpServerRequest.HttpServerRequest): string => {
   const given = request.headers["x-request-id"]
@@ -195,7 +210,11 @@ export const layer = (
             withState = Effect.provideService(withState, IncomingBaggage, incoming.baggage)
           }
           const served = fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ?
-            withState :
+            Effect.provideService(
+              withState,
+              CurrentTraceId,
+              incoming.parent?.traceId ?? randomUUID().replaceAll("-", "")
+            ) :
             serverSpan(request, incoming, withState)
           return scope === undefined ?
             served :

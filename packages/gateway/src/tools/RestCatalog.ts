@@ -317,7 +317,7 @@ export const layer: Layer.Layer<
             })
           }
           const req = built.success
-          if (Option.isSome(record)) record.value.bytesOut = req.body?.length ?? 0
+          if (Option.isSome(record)) record.value.bytesIn = req.body?.length ?? JSON.stringify(args ?? {}).length
 
           const cacheKey = responses !== undefined && tool.cacheable
             ? `${caller.id}\n${tool.connection.id}\n${req.path}?${new URLSearchParams(
@@ -352,7 +352,7 @@ export const layer: Layer.Layer<
           }).pipe(Effect.mapError((error) => refusal(request.name, error)))
           if (Option.isSome(record)) {
             record.value.status = response.status
-            record.value.bytesIn = response.body.length
+            record.value.bytesOut = response.body.length
           }
           const result = yield* toResult(
             tool,

@@ -23,15 +23,29 @@ layer(GatewayTesting.layer(), { timeout: 60_000, excludeTestServices: true })("G
         yield* audit.record({ identity: "token:x", tool, outcome, durationMs: 1 })
       }
       yield* audit.flush
-      const all = yield* get("/api/v1/audit?limit=3", token)
+      const all = yield* get("/api/v1/audit?kind=call&limit=3", token)
       assert.strictEqual(all.status, 200)
       assert.strictEqual(all.body.items.length, 3)
       assert.isString(all.body.nextCursor)
-      const rest = yield* get(`/api/v1/audit?limit=3&cursor=${encodeURIComponent(all.body.nextCursor)}`, token)
+      const rest = yield* get(
+        `/api/v1/audit?kind=call&limit=3&cursor=${encodeURIComponent(all.body.nextCursor)}`,
+        token
+      )
       assert.strictEqual(rest.body.items.length, 1)
       assert.isNull(rest.body.nextCursor)
       const okA = yield* get("/api/v1/audit?tool=a&outcome=ok", token)
       assert.deepStrictEqual(okA.body.items.map((r: any) => [r.tool, r.outcome]), [["a", "ok"], ["a", "ok"]])
+      // calls by the caller's name, as a case-insensitive substring
+      yield* audit.record({
+        identity: "token:y",
+        callerName: "Nightly-Export",
+        tool: "a",
+        outcome: "ok",
+        durationMs: 1
+      })
+      yield* audit.flush
+      const byName = yield* get("/api/v1/audit?caller=nightly", token)
+      assert.deepStrictEqual(byName.body.items.map((r: any) => r.identity), ["token:y"])
       const bad = yield* get("/api/v1/audit?outcome=maybe&from=yesterday", token)
       assert.strictEqual(bad.status, 400)
       assert.deepStrictEqual(bad.body.error.fields.map((f: any) => f.path).sort(), ["from", "outcome"])

@@ -3,8 +3,10 @@
  * `migrate` / `doctor` against a real Postgres test database.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { PostgresClient } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import { freePort, janus, tempHome } from "./run.ts"
 
@@ -19,7 +21,8 @@ const COMMANDS = [
   "secret",
   "key",
   "export",
-  "apply"
+  "apply",
+  "audit"
 ]
 
 describe.concurrent("janus usage and flag errors", () => {
@@ -108,18 +111,18 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     let r = await janus(["doctor"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
-    assert.match(r.stdout, /FAIL {2}database: reachable; 9 migration\(s\) pending: run `janus migrate`/)
+    assert.match(r.stdout, /FAIL {2}database: reachable; 10 migration\(s\) pending: run `janus migrate`/)
 
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
     assert.match(r.stdout, /Applied 9 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Database is up to date \(migration 9\)/)
+    assert.match(r.stdout, /Database is up to date \(migration 10\)/)
 
     r = await janus(["doctor"], { ...env, REDIS_URL: "redis://127.0.0.1:1" })
     assert.strictEqual(r.code, 1)
-    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(9\)/)
+    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(10\)/)
     assert.match(r.stdout, /ok {4}master key: JANUS_MASTER_KEY valid/)
     assert.match(r.stdout, /FAIL {2}redis: REDIS_URL not usable/)
     assert.match(r.stdout, /skip {2}egress: no connections/)
@@ -145,4 +148,63 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     assert.match(db.detail, /not reachable: .*check DATABASE_URL/)
     for (const o of [r.stdout, r.stderr]) assert.notInclude(o, key)
   }, 90_000)
+})
+
+describe("janus audit verify on Postgres", async () => {
+  const available = await StorageTesting.requirePostgres()
+  let scope: Scope.Closeable
+  let url = ""
+  const key = randomBytes(32).toString("base64")
+
+  // a database of its own: the suite above expects a fresh one when it starts
+  beforeAll(async () => {
+    if (!available) return
+    scope = Effect.runSync(Scope.make())
+    const context = await Effect.runPromise(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
+    url = Redacted.value(Context.get(context, StorageTesting.TestDatabase).url)
+  }, 60_000)
+  afterAll(async () => {
+    if (available) await Effect.runPromise(Scope.close(scope, Exit.void))
+  })
+
+  it.skipIf(!available)("janus audit verify: passes, then names the record edited in the database", async () => {
+    const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
+    // CLI changes are audited (cli:<user>), each command on a chain of its own
+    for (const name of ["audit-a", "audit-b", "audit-c"]) {
+      const made = await janus(["token", "create", name], env)
+      assert.strictEqual(made.code, 0, made.stderr)
+    }
+    const secretValue = `cli-secret-${randomBytes(8).toString("hex")}`
+    const set = await janus(["secret", "set", "crm_key"], env, secretValue)
+    assert.strictEqual(set.code, 0, set.stderr)
+    let r = await janus(["audit", "verify"], env)
+    assert.strictEqual(r.code, 0, r.stdout + r.stderr)
+    assert.match(r.stdout, /^ok {2}\d+ records in \d+ chain\(s\) checked; 0 broken/m)
+    const rows = await Effect.runPromise(
+      Effect.scoped(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const found = yield* sql<{ id: unknown; iface: string; who: string }>`SELECT id, interface AS iface,
+        identity AS who FROM audit_records WHERE kind = 'admin' AND resource_name = 'audit-b'`
+        const secret = yield* sql<{ changes: string; iface: string }>`SELECT changes, interface AS iface
+          FROM audit_records WHERE kind = 'admin' AND resource_kind = 'secret' AND resource_name = 'crm_key'`
+        assert.deepStrictEqual(secret.map((row) => [row.iface, JSON.parse(row.changes)]), [[
+          "cli",
+          { value: "changed" }
+        ]])
+        const leaked = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM audit_records
+          WHERE position(${secretValue} in audit_records::text) > 0`
+        assert.strictEqual(Number(leaked[0]!.n), 0, "the secret's value is nowhere in the audit table")
+        yield* sql`UPDATE audit_records SET resource_name = 'someone-else' WHERE id = ${Number(found[0]!.id)}`
+        return found
+      })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+    )
+    assert.strictEqual(rows.length, 1, "one admin row for the CLI's token create")
+    assert.strictEqual(rows[0]!.iface, "cli")
+    assert.match(rows[0]!.who, /^cli:/)
+    r = await janus(["audit", "verify"], env)
+    assert.strictEqual(r.code, 1, r.stdout + r.stderr)
+    assert.match(r.stdout, new RegExp(`FAIL {2}chain .*: record id ${Number(rows[0]!.id)} \\(seq 1\\) was changed`))
+    r = await janus(["audit", "verify", "--since", "2999-01-01"], env)
+    assert.strictEqual(r.code, 0, "nothing written since then")
+  }, 120_000)
 })

@@ -363,11 +363,13 @@ export const statelessCall = async (
   bearer: string,
   tool: string,
   args: Record<string, string>,
-  signal?: AbortSignal
+  signal?: AbortSignal,
+  headers: Readonly<Record<string, string>> = {}
 ): Promise<Reply> => {
   const response = await fetch(new URL("/mcp", base), {
     method: "POST",
     headers: {
+      ...headers,
       authorization: `Bearer ${bearer}`,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",

@@ -1,0 +1,157 @@
+/**
+ * The audit log's durability and hash chains, on PGlite and real Postgres:
+ * group commit (`sync`: `record` returns once its row is committed, concurrent
+ * records share one INSERT), verification of three writers' chains on a busy
+ * log, and the first bad link named after a row is edited, deleted, or two are
+ * reordered directly in the database; retention by whole segments.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Logger } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
+import { AuditChain, type AuditInput, AuditLog, type AuditLogOptions } from "../src/index.ts"
+import { requirePostgres } from "../src/testing.ts"
+import { backends, unique } from "./helpers.ts"
+
+const postgres = await requirePostgres()
+
+type Services = SqlClient.SqlClient | AuditLog
+
+const freshLog = (options: AuditLogOptions) =>
+  Effect.map(
+    Layer.build(Layer.fresh(AuditLog.layerWith(options)).pipe(Layer.provide(Logger.layer([])))),
+    (context) => Context.get(context, AuditLog)
+  )
+
+const entry = (identity: string, i: number): AuditInput => ({
+  identity,
+  tool: "get_user",
+  outcome: i % 7 === 0 ? "error" : "ok",
+  durationMs: i,
+  callerName: `ci-bot-${i % 3}`,
+  requestId: `req-${i}`
+})
+
+/** Rows of `identity` per writing transaction. */
+const batches = (identity: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ n: number | bigint }>`
+      SELECT count(*) AS n FROM audit_records WHERE identity = ${identity} GROUP BY xmin::text ORDER BY min(id)`
+    return rows.map((row) => Number(row.n))
+  }).pipe(Effect.orDie)
+
+const problemOf = (chain: string) =>
+  Effect.map(AuditChain.verify(), (report) => report.problems.find((p) => p.chain === chain))
+
+const idAt = (chain: string, seq: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ id: unknown }>`SELECT id FROM audit_records WHERE chain = ${chain} AND seq = ${seq}`
+    return Number(rows[0]!.id)
+  }).pipe(Effect.orDie)
+
+for (const backend of backends<Services>(postgres)) {
+  describe.skipIf(!backend.run)(`audit chains: ${backend.name}`, () => {
+    layer(backend.layer(), { excludeTestServices: true, timeout: "120 seconds" })((it) => {
+      it.effect("sync: record returns once its row is committed; concurrent records share one INSERT", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const log = yield* freshLog({ flushInterval: "1 hour", chain: unique("group") })
+          const who = unique("sync")
+          yield* log.record(entry(who, 1))
+          assert.deepStrictEqual(yield* batches(who), [1], "written before record returned")
+          yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) => log.record(entry(who, i)), {
+            concurrency: "unbounded"
+          })
+          const groups = yield* batches(who)
+          assert.strictEqual(groups.reduce((a, b) => a + b, 0), 201, "every record written when the calls return")
+          assert.isAtMost(groups.length, 4, `group commit: 200 concurrent records in a few INSERTs, got ${groups}`)
+        })))
+
+      it.effect("three writers on a busy log: every chain verifies; verify reads a consistent prefix", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const chains = [unique("w1"), unique("w2"), unique("w3")]
+          const logs = yield* Effect.forEach(chains, (chain) => freshLog({ chain, flushInterval: "10 millis" }))
+          const who = unique("busy")
+          const writing = Effect.forEach(
+            Array.from({ length: 300 }, (_, i) => i),
+            (i) => logs[i % 3]!.record(entry(who, i)),
+            { concurrency: 16 }
+          )
+          // verify while the writers write, then once more after
+          const [, during] = yield* Effect.all([writing, AuditChain.verify()], { concurrency: 2 })
+          assert.deepStrictEqual(during.problems.filter((p) => chains.includes(p.chain)), [])
+          const after = yield* AuditChain.verify()
+          assert.deepStrictEqual(after.problems.filter((p) => chains.includes(p.chain)), [])
+          const sql = yield* SqlClient.SqlClient
+          const perChain = yield* sql<{ chain: string; n: unknown; max: unknown }>`
+            SELECT chain, count(*) AS n, max(seq) AS max FROM audit_records WHERE identity = ${who} GROUP BY chain`
+          assert.strictEqual(perChain.length, 3)
+          for (const row of perChain) assert.strictEqual(Number(row.n), 100)
+          for (const row of perChain) assert.strictEqual(Number(row.max), 100, "seq 1..100 per chain")
+        })))
+
+      it.effect("editing one row, deleting one, reordering two: verify names the record", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const setUp = Effect.fnUntraced(function*() {
+            const chain = unique("tamper")
+            const log = yield* freshLog({ chain })
+            for (let i = 0; i < 10; i++) yield* log.record(entry(chain, i))
+            assert.isUndefined(yield* problemOf(chain))
+            return chain
+          })
+
+          const edited = yield* setUp()
+          const fifth = yield* idAt(edited, 5)
+          yield* sql`UPDATE audit_records SET outcome = 'ok', caller_name = 'someone-else' WHERE id = ${fifth}`
+          const e = (yield* problemOf(edited))!
+          assert.deepInclude(e, { kind: "altered", recordId: fifth, seq: 5 })
+          assert.include(e.message, `record id ${fifth} (seq 5)`)
+
+          const deleted = yield* setUp()
+          const [third, fourth] = [yield* idAt(deleted, 3), yield* idAt(deleted, 4)]
+          yield* sql`DELETE FROM audit_records WHERE id = ${fourth}`
+          const d = (yield* problemOf(deleted))!
+          assert.deepInclude(d, { kind: "missing", recordId: null, seq: 4 })
+          assert.include(d.message, `after record id ${third}`)
+
+          const lastGone = yield* setUp()
+          yield* sql`DELETE FROM audit_records WHERE id = ${yield* idAt(lastGone, 10)}`
+          assert.deepInclude((yield* problemOf(lastGone))!, { kind: "truncated", seq: 10 })
+
+          const reordered = yield* setUp()
+          const [six, seven] = [yield* idAt(reordered, 6), yield* idAt(reordered, 7)]
+          yield* sql`UPDATE audit_records SET seq = -seq WHERE id IN (${six}, ${seven})`
+          yield* sql`UPDATE audit_records SET seq = 13 - (-seq) WHERE id IN (${six}, ${seven})`
+          const r = (yield* problemOf(reordered))!
+          assert.strictEqual(r.seq, 6)
+          assert.include(r.message, `record id ${seven}`)
+
+          const since = yield* AuditChain.verify({ since: new Date(Date.now() + 3_600_000) })
+          assert.strictEqual(since.problems.filter((p) => p.chain === edited).length, 0, "nothing after `since`")
+        })))
+
+      it.effect("retention deletes whole segments older than the cutoff; the chain still verifies", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const chain = unique("retained")
+          const log = yield* freshLog({ chain, durability: "async", flushInterval: "1 hour" })
+          const old = new Date("2020-01-01T00:00:00Z")
+          for (let i = 0; i < AuditChain.SEGMENT + 50; i++) {
+            yield* log.record({ ...entry(chain, i), at: i < AuditChain.SEGMENT + 20 ? old : new Date() })
+          }
+          yield* log.flush
+          const report = yield* AuditChain.prune(new Date("2021-01-01T00:00:00Z"))
+          assert.isAtLeast(report.deleted, AuditChain.SEGMENT)
+          const sql = yield* SqlClient.SqlClient
+          const left = yield* sql<{ n: unknown; min: unknown }>`
+            SELECT count(*) AS n, min(seq) AS min FROM audit_records WHERE chain = ${chain}`
+          assert.strictEqual(Number(left[0]!.n), 50, "the partial segment stays whole")
+          assert.strictEqual(Number(left[0]!.min), AuditChain.SEGMENT + 1)
+          assert.isUndefined(yield* problemOf(chain))
+          yield* log.record(entry(chain, 1))
+          yield* log.flush
+          assert.isUndefined(yield* problemOf(chain))
+        })))
+    })
+  })
+}
