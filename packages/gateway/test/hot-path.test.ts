@@ -87,7 +87,7 @@ describe("audit", () => {
         assert.strictEqual(yield* Effect.promise(() => call("get_pet", { id: "6" })), "ok")
         yield* audit.flush
         yield* events.flush
-        const records = (yield* audit.query({ limit: 100 })).items
+        const records = (yield* audit.query({ kind: "call", limit: 100 })).items
         assert.strictEqual(records.length, 5)
         const byOutcome = (o: string) => records.filter((r) => r.outcome === o).length
         // the unknown tool is the caller's mistake: invalid, not an error of the gateway or downstream
