@@ -115,7 +115,7 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
 
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Applied 9 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
+    assert.match(r.stdout, /Applied 10 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
     assert.match(r.stdout, /Database is up to date \(migration 10\)/)
