@@ -15,7 +15,8 @@
  *   version, or none yet), and the changed fields (`Diff`: credentials only
  *   as `"changed"`). The state before is read just before the write.
  * - Only writes that succeed are changes; a failed write is not recorded.
- *   Inside an apply, changes wait for its commit (see `Actor.Deferred`).
+ *   Inside an apply or an OpenAPI import (one transaction each), changes
+ *   wait for its commit ({@link afterCommit}, `Actor.Deferred`).
  * - The `admin` event carries the row (no secret either) so Studio shows
  *   changes live; `about` is `[<resource kind>, <resource id>]`.
  *
@@ -77,6 +78,25 @@ export const write = (log: AuditLog["Service"], events: EventLog["Service"], inp
       data: { ...input, changes: JSON.parse(input.changes ?? "{}") as unknown, at: new Date().toISOString() }
     })
   )
+
+/**
+ * `transaction` (one database transaction making admin changes) with its
+ * changes audited once it committed, none when it failed: written inside it,
+ * a row would wait for the connection the transaction holds (embedded mode
+ * has one), and a change rolled back is no change (see `Actor.Deferred`).
+ */
+export const afterCommit = (log: AuditLog["Service"], events: EventLog["Service"]) =>
+<A, E, R>(
+  transaction: Effect.Effect<A, E, R>,
+  /** Whether it committed, for a transaction that can succeed without (a dry run rolls back and succeeds). */
+  committed: (result: A) => boolean = () => true
+): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    const collected: Array<AuditInput> = []
+    const result = yield* Effect.provideService(transaction, Actor.Deferred, collected)
+    if (committed(result)) yield* Effect.forEach(collected, (input) => write(log, events, input), { discard: true })
+    return result
+  })
 
 interface Versioned {
   readonly id: string

@@ -36,7 +36,6 @@
  * @since 0.1.0
  */
 import {
-  type AuditInput,
   AuditLog,
   ClientTokens,
   Connections,
@@ -391,19 +390,12 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
        */
       const apply = (doc: Configuration, options: ApplyOptions) =>
         Effect.gen(function*() {
-          const collected: Array<AuditInput> = []
           const by = (yield* Actor.CurrentActor) ??
             (options.origin === "file" ? { ...Actor.system, name: "JANUS_CONFIG_FILE" } : Actor.system)
-          const result = yield* applyInTransaction(doc, options).pipe(
-            Effect.provideService(Actor.Deferred, collected),
-            Effect.provideService(Actor.CurrentActor, { ...by, interface: "apply" })
-          )
-          if (result.applied) {
-            yield* Effect.forEach(collected, (input) => AdminChanges.write(auditLog, eventLog, input), {
-              discard: true
-            })
-          }
-          return result
+          return yield* AdminChanges.afterCommit(auditLog, eventLog)(
+            applyInTransaction(doc, options),
+            (result) => result.applied
+          ).pipe(Effect.provideService(Actor.CurrentActor, { ...by, interface: "apply" }))
         })
 
       return ConfigurationApplier.of({ export: exportNow, apply })

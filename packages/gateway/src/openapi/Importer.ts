@@ -24,11 +24,13 @@
  * @since 0.1.0
  */
 import {
+  AuditLog,
   type ConnectionAuth,
   Connections,
   type ConnectionWriteError,
   Endpoints,
   type EndpointWriteError,
+  EventLog,
   type NotFound,
   type RestConnection,
   type StorageError,
@@ -37,6 +39,7 @@ import {
 } from "@janus/storage"
 import { Context, Effect, Layer, Option, Result } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as AdminChanges from "../audit/AdminChanges.ts"
 import { DownstreamClient } from "../egress/DownstreamClient.ts"
 import { load, MAX_DOCUMENT_BYTES, OpenApiError, parseText } from "./Document.ts"
 import { diff, type ImportDiff, type ImportPlan, plan, type PlanOptions } from "./Plan.ts"
@@ -87,7 +90,7 @@ export class OpenApiImporter extends Context.Service<OpenApiImporter, {
   static readonly layer: Layer.Layer<
     OpenApiImporter,
     never,
-    Connections | Endpoints | DownstreamClient | SqlClient.SqlClient
+    Connections | Endpoints | DownstreamClient | SqlClient.SqlClient | AuditLog | EventLog
   > = Layer.effect(
     OpenApiImporter,
     Effect.gen(function*() {
@@ -95,6 +98,7 @@ export class OpenApiImporter extends Context.Service<OpenApiImporter, {
       const endpoints = yield* Endpoints
       const downstream = yield* DownstreamClient
       const sql = yield* SqlClient.SqlClient
+      const audited = AdminChanges.afterCommit(yield* AuditLog, yield* EventLog)
 
       const fetchText = (url: string, connection: ImportConnection) =>
         Effect.gen(function*() {
@@ -228,6 +232,8 @@ export class OpenApiImporter extends Context.Service<OpenApiImporter, {
             }
             return { ...preview, connection: { ...preview.connection, id: connectionId } }
           })).pipe(
+            // its changes audited once it committed: a row written inside would wait on its connection
+            (transaction) => audited(transaction),
             Effect.catchTag("SqlError", (cause) =>
               Effect.fail(new OpenApiError({ message: `the import could not be written: ${cause.message}` })))
           )
