@@ -303,7 +303,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     return Sse.response(Stream.fromQueue(frames))
   })
 
-  const listen = (message: Request): HttpServerResponse.HttpServerResponse => {
+  const listen = (message: Request, caller: Caller): HttpServerResponse.HttpServerResponse => {
     const filter = message.params?.notifications
     if (!isObject(filter)) {
       return HttpReply.error(
@@ -346,6 +346,8 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     )
     const events = Stream.unwrap(Effect.gen(function*() {
       const changes = honored.toolsListChanged === true ? yield* signals.subscribe : Stream.never
+      // the owners of the URIs tell of their updates while this listen is open
+      if (Option.isSome(features)) yield* Effect.forEach(uris, (uri) => features.value.hold(caller, uri), { discard: true })
       const other = Option.isNone(features) ? Stream.empty : Stream.merge(
         features.value.changes.pipe(
           Stream.filter((kind) =>
@@ -393,7 +395,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     }
     const admitted = admit(request, message)
     if (admitted instanceof ProtocolError) return Effect.succeed(HttpReply.error(message.id, admitted))
-    if (message.method === "subscriptions/listen") return Effect.succeed(listen(message))
+    if (message.method === "subscriptions/listen") return Effect.succeed(listen(message, caller))
     const context: CallContext = {
       stateless: true,
       caller,
