@@ -50,7 +50,10 @@ export const make = Effect.fnUntraced(function*(forward: Forward) {
   const logged = (what: string, target: RouteTarget) => (effect: Effect.Effect<unknown, unknown>) =>
     effect.pipe(
       Effect.catchCause((cause) =>
-        Effect.logWarning(`${what} of ${JSON.stringify(target.name)} at ${target.upstream.connection.name} failed`, cause)
+        Effect.logWarning(
+          `${what} of ${JSON.stringify(target.name)} at ${target.upstream.connection.name} failed`,
+          cause
+        )
       ),
       Effect.asVoid
     )

@@ -295,7 +295,10 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
       const stream = standalone.get(sessionId)
       standalone.delete(sessionId)
       return Effect.andThen(
-        Effect.andThen(subscribed.end(sessionId), stream === undefined ? Effect.void : Deferred.succeed(stream, undefined)),
+        Effect.andThen(
+          subscribed.end(sessionId),
+          stream === undefined ? Effect.void : Deferred.succeed(stream, undefined)
+        ),
         Effect.forEach(running?.values() ?? [], (entry) =>
           entry.fiber === undefined ? Effect.void : Fiber.interrupt(entry.fiber), {
           discard: true

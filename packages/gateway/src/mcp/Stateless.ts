@@ -347,7 +347,9 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     const events = Stream.unwrap(Effect.gen(function*() {
       const changes = honored.toolsListChanged === true ? yield* signals.subscribe : Stream.never
       // the owners of the URIs tell of their updates while this listen is open
-      if (Option.isSome(features)) yield* Effect.forEach(uris, (uri) => features.value.hold(caller, uri), { discard: true })
+      if (Option.isSome(features)) {
+        yield* Effect.forEach(uris, (uri) => features.value.hold(caller, uri), { discard: true })
+      }
       const other = Option.isNone(features) ? Stream.empty : Stream.merge(
         features.value.changes.pipe(
           Stream.filter((kind) =>
