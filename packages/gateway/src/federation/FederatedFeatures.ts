@@ -17,11 +17,11 @@
  *   list that upstream again.
  * - `completion/complete` for an upstream that does not announce
  *   `completions` answers an empty completion without calling it.
- * - `resources/subscribe` / `unsubscribe` are forwarded once per upstream
- *   and URI (counted across clients: the first subscribe and the last
- *   unsubscribe go upstream) to upstreams announcing `resources.subscribe`
- *   on a 2025 session; 2026-07-28 upstreams and those without subscribe are
- *   answered `{}` (their changes arrive as list changes). Upstream
+ * - `resources/subscribe` / `unsubscribe` are authorized, audited and
+ *   answered `{}` here; what the upstream is told is `hold`'s
+ *   (`ResourceSubscriptions.ts`: one upstream subscription per upstream and
+ *   URI across clients, 2025 upstreams through `resources/subscribe`,
+ *   2026-07-28 ones through a `subscriptions/listen` of their own). Upstream
  *   `notifications/resources/updated` come out on `updates` twice: with the
  *   URI as the upstream gives it and as `janus://<connection>/<uri>`, so a
  *   client subscribed to either form hears of it.
