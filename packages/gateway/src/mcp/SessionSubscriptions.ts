@@ -11,17 +11,33 @@
  * - When the session ends (DELETE; an HTTP+SSE session's stream closes)
  *   every URI it still holds is let go, so an upstream subscription never
  *   outlives its last subscriber; so does everything when the endpoint stops.
+ * - A session that ends without a word (it expired in the session store,
+ *   perhaps on another replica) is found by a sweep every `sweepEvery`
+ *   (default 1 minute) asking `alive`; a store that cannot answer counts as
+ *   alive (the next sweep asks again).
  *
  * @since 0.1.0
  */
-import { Effect, Exit, Option, Scope } from "effect"
+import { Duration, Effect, Exit, Option, Schedule, Scope } from "effect"
 import type { Caller } from "./Caller.ts"
 import type { Features } from "./Features.ts"
 
 /** At most this many URIs held by one session. */
 export const MAX_PER_SESSION = 1_000
 
-export const make = Effect.fnUntraced(function*(features: Option.Option<Features["Service"]>) {
+/** The default interval of the sweep for sessions that ended without a word. */
+export const SWEEP_EVERY = Duration.minutes(1)
+
+export interface SweepOptions {
+  /** Whether the session still exists (a failure counts as yes). */
+  readonly alive: (sessionId: string) => Effect.Effect<boolean, unknown>
+  readonly sweepEvery?: Duration.Duration | undefined
+}
+
+export const make = Effect.fnUntraced(function*(
+  features: Option.Option<Features["Service"]>,
+  sweep?: SweepOptions
+) {
   const sessions = new Map<string, Map<string, Scope.Closeable>>()
   const parent = yield* Effect.scope
 
@@ -35,6 +51,19 @@ export const make = Effect.fnUntraced(function*(features: Option.Option<Features
     })
 
   yield* Scope.addFinalizer(parent, Effect.forEach([...sessions.keys()], end, { discard: true }))
+
+  if (sweep !== undefined) {
+    const gone = (sessionId: string) =>
+      Effect.flatMap(
+        Effect.orElseSucceed(sweep.alive(sessionId), () => true),
+        (alive) => alive ? Effect.void : end(sessionId)
+      )
+    yield* Effect.suspend(() => Effect.forEach([...sessions.keys()], gone, { discard: true })).pipe(
+      Effect.repeat(Schedule.spaced(sweep.sweepEvery ?? SWEEP_EVERY)),
+      Effect.delay(sweep.sweepEvery ?? SWEEP_EVERY),
+      Effect.forkIn(parent)
+    )
+  }
 
   /** Records a successful `resources/subscribe` or `resources/unsubscribe` of `uri`. */
   const record = (sessionId: string, caller: Caller, method: string, uri: unknown): Effect.Effect<void> =>

@@ -150,7 +150,9 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   const standalone = new Map<string, Deferred.Deferred<void>>()
   const listChangedJson = encodeNotification("notifications/tools/list_changed")
   const features = yield* Effect.serviceOption(Features)
-  const subscribed = yield* SessionSubscriptions.make(features)
+  const subscribed = yield* SessionSubscriptions.make(features, {
+    alive: (id) => Effect.map(store.get(id), Option.isSome)
+  })
   const ended = Deferred.await(options.shutdown)
   const relay = yield* Cancellations.relay
 
