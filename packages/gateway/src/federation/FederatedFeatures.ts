@@ -266,7 +266,7 @@ export const make = Effect.fnUntraced(function*(
   const hold = (caller: Caller, uri: string) =>
     Effect.flatMap(view(caller), (v) => {
       const target = v.resolve(uri)[0]
-      return target === undefined ? Effect.void : subscriptions.hold(caller, target)
+      return target === undefined ? Effect.succeed(false) : Effect.as(subscriptions.hold(caller, target), true)
     })
 
   const features = Features.of({

@@ -24,7 +24,7 @@
  *   until the scope closes: a 2025 session holds each URI it subscribed to
  *   until it unsubscribes or ends, a 2026-07-28 `subscriptions/listen` its
  *   `resourceSubscriptions` while it is open. A URI outside the caller's
- *   view holds nothing; it never fails.
+ *   view holds nothing (`false`); it never fails.
  *
  * @since 0.1.0
  */
@@ -83,7 +83,7 @@ export class Features extends Context.Service<Features, {
   ) => Effect.Effect<Route, ProtocolError>
   readonly changes: Stream.Stream<ChangeKind>
   readonly updates: Stream.Stream<string>
-  readonly hold: (caller: Caller, uri: string) => Effect.Effect<void, never, Scope.Scope>
+  readonly hold: (caller: Caller, uri: string) => Effect.Effect<boolean, never, Scope.Scope>
 }>()("@janus/gateway/mcp/Features") {
   /** Nothing besides tools: empty lists, no capabilities. */
   static readonly layerEmpty: Layer.Layer<Features> = Layer.succeed(
@@ -94,7 +94,7 @@ export class Features extends Context.Service<Features, {
       route: () => Effect.die(new Error("Features.layerEmpty routes nothing")),
       changes: Stream.never,
       updates: Stream.never,
-      hold: () => Effect.void
+      hold: () => Effect.succeed(false)
     })
   )
 }

@@ -19,10 +19,12 @@
  *   updates on its session, and the upstream listen ends on unsubscribe;
  * - a 2026-07-28 client's `subscriptions/listen` with `resourceSubscriptions`
  *   is acknowledged with them, hears the updates of both upstreams' URIs, and
- *   holds the upstream subscriptions only while it is open.
+ *   holds the upstream subscriptions only while it is open; one through a
+ *   virtual server without those upstreams is acknowledged without them and
+ *   subscribes nothing upstream.
  */
 import { assert, layer } from "@effect/vitest"
-import { Connections } from "@janus/storage"
+import { Connections, VirtualServers } from "@janus/storage"
 import { toNodeHandler } from "@modelcontextprotocol/node"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
@@ -143,6 +145,8 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
       toolPrefix: ""
     })
   }
+  // a view with a tool of old and none of its resources
+  yield* (yield* VirtualServers).create({ name: "empty", tools: ["old/touch_old"] })
 }))
 
 const TestLayer = Seed.pipe(
@@ -202,9 +206,9 @@ const sdkClient = (transport: "streamable" | "sse", updates: Array<string>) =>
   })
 
 /** A 2026-07-28 `subscriptions/listen` held open: the JSON-RPC messages it delivered so far; closed with the scope. */
-const listen = (uris: ReadonlyArray<string>) =>
+const listen = (uris: ReadonlyArray<string>, path = "/mcp") =>
   Effect.gen(function*() {
-    const url = yield* urlOf("/mcp")
+    const url = yield* urlOf(path)
     const messages: Array<any> = []
     const abort = new AbortController()
     yield* Effect.addFinalizer(() => Effect.sync(() => abort.abort()))
@@ -337,5 +341,21 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("resource subsc
         Effect.sync(() => count(observed.unsubscribed, "old://watched") === unsubscribedBefore + 1),
         "upstream unsubscribe after the listen closed"
       )
+    }))
+
+  it.effect("a listen through a view without the URI's owner is acknowledged without it and holds nothing", () =>
+    Effect.gen(function*() {
+      yield* ready
+      const { observed } = yield* Upstreams
+      const subscribedBefore = count(observed.subscribed, "old://watched")
+      yield* Effect.scoped(Effect.gen(function*() {
+        const messages = yield* listen(["old://watched", "new://watched"], "/servers/empty/mcp")
+        yield* waitUntil(Effect.sync(() => messages.length > 0), "acknowledgement")
+        assert.strictEqual(messages[0].method, "notifications/subscriptions/acknowledged")
+        assert.isUndefined(messages[0].params.notifications.resourceSubscriptions)
+        yield* Effect.sleep("300 millis")
+        assert.strictEqual(count(observed.subscribed, "old://watched"), subscribedBefore)
+        assert.strictEqual(count(observed.watching, "new://watched"), 0)
+      }))
     }))
 })

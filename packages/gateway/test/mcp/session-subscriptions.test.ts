@@ -21,7 +21,10 @@ const counting = () => {
     changes: Stream.never,
     updates: Stream.never,
     hold: (_caller, uri) =>
-      Effect.andThen(Effect.sync(() => add(uri, 1)), Effect.addFinalizer(() => Effect.sync(() => add(uri, -1))))
+      Effect.andThen(
+        Effect.sync(() => add(uri, 1)),
+        Effect.as(Effect.addFinalizer(() => Effect.sync(() => add(uri, -1))), true)
+      )
   })
   return { features, held: (uri: string) => holders.get(uri) ?? 0 }
 }
