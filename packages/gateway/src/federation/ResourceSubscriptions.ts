@@ -16,12 +16,16 @@
  *   as list changes).
  * - An upstream's refusal to subscribe is logged, never the holder's
  *   failure: the client's own subscribe was already answered.
+ * - An upstream whose session was replaced (it was lost and connected
+ *   again) is subscribed again on the new session within `RESYNC_EVERY`
+ *   (the old one is not told: it is gone).
  *
  * @since 0.1.0
  */
-import { Effect, Exit, Scope } from "effect"
+import { Duration, Effect, Exit, Schedule, Scope } from "effect"
 import type { Caller } from "../mcp/Caller.ts"
 import type { RouteTarget } from "./FeatureView.ts"
+import type { UpstreamSession } from "./upstream/Session.ts"
 import type { Params } from "./upstream/Wire.ts"
 
 /** Sends `resources/subscribe` or `resources/unsubscribe` for `target` to its upstream. */
@@ -31,10 +35,18 @@ export type Forward = (
   method: "resources/subscribe" | "resources/unsubscribe"
 ) => Effect.Effect<unknown, unknown>
 
+/** How often held URIs are checked for an upstream session that was replaced. */
+export const RESYNC_EVERY = Duration.seconds(2)
+
 interface Held {
   count: number
-  /** Closed when the last holder lets go: ends a 2026-07-28 watch, or unsubscribes a 2025 upstream. */
+  readonly caller: Caller
+  readonly target: RouteTarget
+  /** Closed when the last holder lets go. */
   readonly scope: Scope.Closeable
+  /** What the upstream session `session` was told; closed to end a 2026-07-28 watch or unsubscribe a 2025 one. */
+  inner: Scope.Closeable
+  session: UpstreamSession | undefined
 }
 
 const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -59,9 +71,8 @@ export const make = Effect.fnUntraced(function*(forward: Forward) {
     )
 
   /** Starts what keeps `target`'s upstream telling of its updates, until `into` closes. */
-  const start = (caller: Caller, target: RouteTarget, into: Scope.Closeable) =>
+  const start = (caller: Caller, target: RouteTarget, into: Scope.Closeable, session: UpstreamSession | undefined) =>
     Effect.gen(function*() {
-      const session = target.upstream.session
       if (session === undefined) return
       if (session.watch !== undefined) {
         yield* Scope.provide(session.watch(target.name), into)
@@ -72,7 +83,11 @@ export const make = Effect.fnUntraced(function*(forward: Forward) {
       yield* logged("resources/subscribe", target)(forward(caller, target, "resources/subscribe"))
       yield* Scope.addFinalizer(
         into,
-        logged("resources/unsubscribe", target)(forward(caller, target, "resources/unsubscribe"))
+        Effect.suspend(() =>
+          target.upstream.session === session
+            ? logged("resources/unsubscribe", target)(forward(caller, target, "resources/unsubscribe"))
+            : Effect.void
+        )
       )
     })
 
@@ -82,10 +97,12 @@ export const make = Effect.fnUntraced(function*(forward: Forward) {
       const key = `${target.upstream.connection.name}\u0000${target.name}`
       let entry = held.get(key)
       if (entry === undefined) {
-        entry = { count: 0, scope: yield* Scope.fork(scope) }
+        const outer = yield* Scope.fork(scope)
+        const session = target.upstream.session
+        entry = { count: 0, caller, target, scope: outer, inner: yield* Scope.fork(outer), session }
         held.set(key, entry)
         entry.count++
-        yield* start(caller, target, entry.scope)
+        yield* start(caller, target, entry.inner, session)
       } else entry.count++
       const mine = entry
       yield* Effect.addFinalizer(() =>
@@ -97,6 +114,23 @@ export const make = Effect.fnUntraced(function*(forward: Forward) {
         })
       )
     })
+
+  // a replaced upstream session knows nothing of what the old one was told
+  const resync = Effect.suspend(() =>
+    Effect.forEach([...held.values()], (entry) => {
+      const session = entry.target.upstream.session
+      if (session === entry.session || session === undefined || entry.target.upstream.state !== "healthy") {
+        return Effect.void
+      }
+      return Effect.gen(function*() {
+        yield* Scope.close(entry.inner, Exit.void)
+        entry.session = session
+        entry.inner = yield* Scope.fork(entry.scope)
+        yield* start(entry.caller, entry.target, entry.inner, session)
+      })
+    }, { discard: true })
+  )
+  yield* resync.pipe(Effect.repeat(Schedule.spaced(RESYNC_EVERY)), Effect.delay(RESYNC_EVERY), Effect.forkIn(scope))
 
   /** How many holders `uri` of `connection` has (tests and diagnostics). */
   const holders = (connection: string, uri: string) => held.get(`${connection}\u0000${uri}`)?.count ?? 0

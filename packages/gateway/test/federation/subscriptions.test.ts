@@ -21,7 +21,10 @@
  *   is acknowledged with them, hears the updates of both upstreams' URIs, and
  *   holds the upstream subscriptions only while it is open; one through a
  *   virtual server without those upstreams is acknowledged without them and
- *   subscribes nothing upstream.
+ *   subscribes nothing upstream;
+ * - when the 2026-07-28 upstream goes away and comes back (a new upstream
+ *   session), the held URI is listened for again on the new session and its
+ *   updates still reach the subscribed client.
  */
 import { assert, layer } from "@effect/vitest"
 import { Connections, VirtualServers } from "@janus/storage"
@@ -38,6 +41,7 @@ import {
 import { createMcpHandler, McpServer as McpServerV2 } from "@modelcontextprotocol/server"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import type { ServerResponse } from "node:http"
 import * as GatewayTesting from "../../src/testing.ts"
 import { meta, post, STATELESS } from "../mcp/http-client.ts"
 import { waitUntil } from "./support.ts"
@@ -52,7 +56,14 @@ interface Observed {
 
 class Upstreams extends Context.Service<Upstreams, {
   readonly old: { readonly url: string }
-  readonly new: { readonly url: string; readonly updated: (uri: string) => void }
+  readonly new: {
+    readonly url: string
+    readonly updated: (uri: string) => void
+    /** Down: every request's connection is dropped (open streams too); up again: served. */
+    readonly down: (down: boolean) => void
+    /** Requests that arrived while down. */
+    readonly refused: () => number
+  }
   readonly observed: Observed
 }>()("test/federation/subscriptions/Upstreams") {}
 
@@ -95,7 +106,17 @@ const startNew = async (observed: Observed) => {
   }
   const handler = createMcpHandler(factory, { legacy: "reject", keepAliveMs: 1_000 })
   const node = toNodeHandler(handler)
+  let down = false
+  let refused = 0
+  const open = new Set<ServerResponse>()
   const served = await serveMcp(async (req, res) => {
+    if (down) {
+      refused++
+      req.socket.destroy()
+      return
+    }
+    open.add(res)
+    res.on("close", () => open.delete(res))
     const chunks: Array<Buffer> = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     const body = Buffer.concat(chunks)
@@ -120,7 +141,15 @@ const startNew = async (observed: Observed) => {
     }
     return node(replay as never, res)
   })
-  return { ...served, updated: (uri: string) => handler.notify.resourceUpdated(uri) }
+  return {
+    ...served,
+    updated: (uri: string) => handler.notify.resourceUpdated(uri),
+    down: (value: boolean) => {
+      down = value
+      if (value) { for (const res of open) res.socket?.destroy() }
+    },
+    refused: () => refused
+  }
 }
 
 const UpstreamsLive = Layer.effect(
@@ -142,7 +171,9 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
       url: upstreams[name].url,
       egressAllowList: ["127.0.0.1"],
       timeoutMs: 10_000,
-      toolPrefix: ""
+      toolPrefix: "",
+      // lost soon after it goes down (its lists fail), for the reconnection test
+      ...(name === "new" ? { pollIntervalMs: 1_000 } : {})
     })
   }
   // a view with a tool of old and none of its resources
@@ -358,4 +389,39 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("resource subsc
         assert.strictEqual(count(observed.watching, "new://watched"), 0)
       }))
     }))
+
+  it.effect("a held URI of an upstream that was lost and came back is listened for on the new session", () =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* ready
+      const upstreams = yield* Upstreams
+      const updates: Array<string> = []
+      const client = yield* sdkClient("streamable", updates)
+      yield* Effect.promise(() => client.subscribeResource({ uri: "new://watched" }))
+      yield* waitUntil(Effect.sync(() => count(upstreams.observed.watching, "new://watched") === 1), "upstream listen")
+      upstreams.new.down(true)
+      // the pool's list requests fail: the upstream session is lost
+      yield* waitUntil(Effect.sync(() => upstreams.new.refused() >= 3), "requests while down", 20)
+      yield* Effect.sleep("1 second")
+      upstreams.new.down(false)
+      const s = yield* session
+      yield* waitUntil(
+        Effect.map(s.rpc("resources/read", { uri: "new://watched" }), (r) => r.result !== undefined),
+        "the upstream back",
+        30
+      )
+      yield* waitUntil(Effect.sync(() => count(upstreams.observed.watching, "new://watched") >= 1), "listen again")
+      yield* Effect.promise(() => client.listTools())
+      yield* Effect.sleep("500 millis")
+      const heard = updates.length
+      // the watch may be reopened a moment after the upstream is back: announce until heard
+      yield* waitUntil(
+        Effect.sync(() => {
+          upstreams.new.updated("new://watched")
+          return updates.length > heard
+        }),
+        "resources/updated after the upstream came back",
+        10
+      )
+      yield* s.end
+    })))
 })
