@@ -17,11 +17,11 @@
  *   list that upstream again.
  * - `completion/complete` for an upstream that does not announce
  *   `completions` answers an empty completion without calling it.
- * - `resources/subscribe` / `unsubscribe` are forwarded once per upstream
- *   and URI (counted across clients: the first subscribe and the last
- *   unsubscribe go upstream) to upstreams announcing `resources.subscribe`
- *   on a 2025 session; 2026-07-28 upstreams and those without subscribe are
- *   answered `{}` (their changes arrive as list changes). Upstream
+ * - `resources/subscribe` / `unsubscribe` are authorized, audited and
+ *   answered `{}` here; what the upstream is told is `hold`'s
+ *   (`ResourceSubscriptions.ts`: one upstream subscription per upstream and
+ *   URI across clients, 2025 upstreams through `resources/subscribe`,
+ *   2026-07-28 ones through a `subscriptions/listen` of their own). Upstream
  *   `notifications/resources/updated` come out on `updates` twice: with the
  *   URI as the upstream gives it and as `janus://<connection>/<uri>`, so a
  *   client subscribed to either form hears of it.
@@ -46,6 +46,7 @@ import { Redactor } from "../redaction/index.ts"
 import { type UpstreamError } from "./Errors.ts"
 import { qualify } from "./FeatureNames.ts"
 import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureView.ts"
+import * as ResourceSubscriptions from "./ResourceSubscriptions.ts"
 import type { Params } from "./upstream/Wire.ts"
 import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
 
@@ -89,7 +90,6 @@ export const make = Effect.fnUntraced(function*(
   const changes = yield* PubSub.unbounded<ChangeKind>()
   let version = 0
   const views = new WeakMap<ConfigSnapshot, Map<string, { version: number; view: View }>>()
-  const subscriptions = new Map<string, number>()
   const cache = new Map<string, { readonly expires: number; readonly result: Params }>()
 
   const viewKey = (caller: Caller) =>
@@ -193,26 +193,9 @@ export const make = Effect.fnUntraced(function*(
       return result
     })
 
-  const subscription = (
-    caller: Caller,
-    target: RouteTarget,
-    subscribe: boolean
-  ): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
-    Effect.suspend(() => {
-      const u = target.upstream
-      const key = `${u.connection.name}\u0000${target.name}`
-      const count = subscriptions.get(key) ?? 0
-      const next = subscribe ? count + 1 : Math.max(0, count - 1)
-      if (next === 0) subscriptions.delete(key)
-      else subscriptions.set(key, next)
-      const resources = u.session?.capabilities.resources
-      const forwards = u.session?.era === "stateful" && isObject(resources) && resources.subscribe === true &&
-        (subscribe ? count === 0 : count === 1)
-      if (!forwards) return Effect.succeed({})
-      return send(caller, target, subscribe ? "resources/subscribe" : "resources/unsubscribe", {
-        uri: target.name
-      })
-    })
+  const subscriptions = yield* ResourceSubscriptions.make((caller, target, method) =>
+    send(caller, target, method, { uri: target.name })
+  )
 
   const route = (
     caller: Caller,
@@ -260,10 +243,8 @@ export const make = Effect.fnUntraced(function*(
           const targets = v.resolve(uri)
           if (targets.length === 0) return Effect.fail(notFound(uri))
           if (method === "resources/subscribe" || method === "resources/unsubscribe") {
-            return Effect.succeed({
-              label: targets[0]!.label,
-              run: subscription(caller, targets[0]!, method === "resources/subscribe")
-            })
+            // the session holds the subscription (`hold`) once this answer is a success
+            return Effect.succeed({ label: targets[0]!.label, run: Effect.succeed({}) })
           }
           // an unlisted URI: the upstreams offering resources, in order, until one answers
           const attempt = (i: number): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>
@@ -282,8 +263,15 @@ export const make = Effect.fnUntraced(function*(
       ...(v.offers.completions ? { completions: {} } : {})
     }))
 
+  const hold = (caller: Caller, uri: string) =>
+    Effect.flatMap(view(caller), (v) => {
+      const target = v.resolve(uri)[0]
+      return target === undefined ? Effect.succeed(false) : Effect.as(subscriptions.hold(caller, target), true)
+    })
+
   const features = Features.of({
     capabilities,
+    hold,
     list: (caller, kind) => Effect.andThen(pool().awaitFirst, Effect.map(view(caller), (v) => v.lists[kind])),
     route,
     changes: Stream.fromPubSub(changes),

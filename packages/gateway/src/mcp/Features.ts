@@ -20,10 +20,15 @@
  * - `changes` emits the kind whose list changed (`resources` covers
  *   templates); `updates` emits the URI of a subscribed resource that changed
  *   upstream (`notifications/resources/updated`).
+ * - `hold(caller, uri)` keeps the owner of `uri` telling of its updates
+ *   until the scope closes: a 2025 session holds each URI it subscribed to
+ *   until it unsubscribes or ends, a 2026-07-28 `subscriptions/listen` its
+ *   `resourceSubscriptions` while it is open. A URI outside the caller's
+ *   view holds nothing (`false`); it never fails.
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Layer, type Scope, Stream } from "effect"
 import type { Caller } from "./Caller.ts"
 import type { ProtocolError } from "./JsonRpc.ts"
 import type { ToolCallRefused } from "./ToolCatalog.ts"
@@ -78,6 +83,7 @@ export class Features extends Context.Service<Features, {
   ) => Effect.Effect<Route, ProtocolError>
   readonly changes: Stream.Stream<ChangeKind>
   readonly updates: Stream.Stream<string>
+  readonly hold: (caller: Caller, uri: string) => Effect.Effect<boolean, never, Scope.Scope>
 }>()("@janus/gateway/mcp/Features") {
   /** Nothing besides tools: empty lists, no capabilities. */
   static readonly layerEmpty: Layer.Layer<Features> = Layer.succeed(
@@ -87,7 +93,8 @@ export class Features extends Context.Service<Features, {
       list: () => Effect.succeed([]),
       route: () => Effect.die(new Error("Features.layerEmpty routes nothing")),
       changes: Stream.never,
-      updates: Stream.never
+      updates: Stream.never,
+      hold: () => Effect.succeed(false)
     })
   )
 }

@@ -37,6 +37,7 @@ import { classify, encodeError, encodeNotification, encodeProgress, encodeResult
 import { ListChangedSignals } from "./ListChanged.ts"
 import { accepts, ErrorCode, Header, isStatefulVersion, LATEST_STATEFUL_VERSION, mediaTypeEssence } from "./Protocol.ts"
 import { newSessionId } from "./Sessions.ts"
+import * as SessionSubscriptions from "./SessionSubscriptions.ts"
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
 
@@ -73,8 +74,8 @@ interface LegacySession {
   logLevel: string | undefined
   /** Server-to-client requests awaiting the client's response, by id. */
   readonly asked: Map<string, Deferred.Deferred<unknown>>
-  /** The resources the client subscribed to (`notifications/resources/updated`). */
-  readonly subscribed: Set<string>
+  /** The resources the client subscribed to (one session, key `""`), held while the stream is open. */
+  readonly subscribed: SessionSubscriptions.SessionSubscriptions
 }
 
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
@@ -120,7 +121,8 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           clientCapabilities: {},
           logLevel: undefined,
           asked: new Map(),
-          subscribed: new Set()
+          // let go with the stream (its scope): the session ends when its stream closes
+          subscribed: yield* SessionSubscriptions.make(features)
         })
         yield* Effect.addFinalizer(() => Effect.sync(() => sessions.delete(id)))
         const changes = yield* signals.subscribe
@@ -130,7 +132,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
             Sse.named("message", encodeNotification(`notifications/${kind}/list_changed`))),
           features.value.updates.pipe(
             Stream.filter((uri) =>
-              session.subscribed.has(uri)
+              session.subscribed.has("", uri)
             ),
             Stream.map((uri) =>
               Sse.named("message", encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
@@ -231,10 +233,10 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         ).pipe(
           Effect.matchCauseEffect({
             onSuccess: (result) => {
-              const uri = message.params?.uri
-              if (typeof uri === "string" && message.method === "resources/subscribe") session.subscribed.add(uri)
-              if (typeof uri === "string" && message.method === "resources/unsubscribe") session.subscribed.delete(uri)
-              return send(encodeResult(message.id, result))
+              return Effect.andThen(
+                session.subscribed.record("", session.caller, message.method, message.params?.uri),
+                send(encodeResult(message.id, result))
+              )
             },
             onFailure: (cause) =>
               Cause.hasInterruptsOnly(cause) ? Effect.void : send(encodeError(

@@ -93,6 +93,7 @@ import {
   supportsPriming
 } from "./Protocol.ts"
 import { eventId, type McpSession, McpSessionStore, newSessionId, newStreamId, parseEventId } from "./Sessions.ts"
+import * as SessionSubscriptions from "./SessionSubscriptions.ts"
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
 
@@ -149,8 +150,9 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
   const standalone = new Map<string, Deferred.Deferred<void>>()
   const listChangedJson = encodeNotification("notifications/tools/list_changed")
   const features = yield* Effect.serviceOption(Features)
-  // the resources each session of this replica subscribed to (resources/subscribe), for its GET stream
-  const subscribed = new Map<string, Set<string>>()
+  const subscribed = yield* SessionSubscriptions.make(features, {
+    alive: (id) => Effect.map(store.get(id), Option.isSome)
+  })
   const ended = Deferred.await(options.shutdown)
   const relay = yield* Cancellations.relay
 
@@ -292,11 +294,13 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     Effect.suspend(() => {
       const running = inflight.get(sessionId)
       inflight.delete(sessionId)
-      subscribed.delete(sessionId)
       const stream = standalone.get(sessionId)
       standalone.delete(sessionId)
       return Effect.andThen(
-        stream === undefined ? Effect.void : Deferred.succeed(stream, undefined),
+        Effect.andThen(
+          subscribed.end(sessionId),
+          stream === undefined ? Effect.void : Deferred.succeed(stream, undefined)
+        ),
         Effect.forEach(running?.values() ?? [], (entry) =>
           entry.fiber === undefined ? Effect.void : Fiber.interrupt(entry.fiber), {
           discard: true
@@ -451,21 +455,15 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
         )
       ))
     }
-    return Effect.map(
+    return Effect.flatMap(
       Effect.exit(sessionMethod(session, caller, message)),
-      (exit) => {
-        const uri = message.params?.uri
-        if (Exit.isSuccess(exit) && typeof uri === "string") {
-          if (message.method === "resources/subscribe") {
-            const set = subscribed.get(session.id) ?? new Set()
-            if (set.size < 1_000) set.add(uri)
-            subscribed.set(session.id, set)
-          } else if (message.method === "resources/unsubscribe") subscribed.get(session.id)?.delete(uri)
-        }
-        return Exit.isSuccess(exit) ?
-          HttpReply.json(encodeResult(message.id, exit.value), 200, sessionHeaders(session)) :
-          HttpReply.error(message.id, errorOf(exit), sessionHeaders(session))
-      }
+      (exit) =>
+        Exit.isSuccess(exit) ?
+          Effect.as(
+            subscribed.record(session.id, caller, message.method, message.params?.uri),
+            HttpReply.json(encodeResult(message.id, exit.value), 200, sessionHeaders(session))
+          ) :
+          Effect.succeed(HttpReply.error(message.id, errorOf(exit), sessionHeaders(session)))
     )
   }
 
@@ -680,7 +678,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           const other = Stream.merge(
             Stream.map(features.value.changes, (kind) => encodeNotification(`notifications/${kind}/list_changed`)),
             features.value.updates.pipe(
-              Stream.filter((uri) => subscribed.get(session.id)?.has(uri) === true),
+              Stream.filter((uri) => subscribed.has(session.id, uri)),
               Stream.map((uri) => encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
             )
           )

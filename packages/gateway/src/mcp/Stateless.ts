@@ -303,7 +303,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     return Sse.response(Stream.fromQueue(frames))
   })
 
-  const listen = (message: Request): HttpServerResponse.HttpServerResponse => {
+  const listen = (message: Request, caller: Caller): HttpServerResponse.HttpServerResponse => {
     const filter = message.params?.notifications
     if (!isObject(filter)) {
       return HttpReply.error(
@@ -316,25 +316,18 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
         )
       )
     }
-    // tools always; prompts, resources and resource subscriptions when the caller's view can have them
+    // tools always; prompts, resources and resource subscriptions (those in the caller's view) when it can have them
     const uris = Array.isArray(filter.resourceSubscriptions)
       ? filter.resourceSubscriptions.filter((u): u is string => typeof u === "string").slice(0, 1_000)
       : []
     const honored: Record<string, unknown> = {
       ...(filter.toolsListChanged === true ? { toolsListChanged: true } : {}),
       ...(Option.isSome(features) && filter.promptsListChanged === true ? { promptsListChanged: true } : {}),
-      ...(Option.isSome(features) && filter.resourcesListChanged === true ? { resourcesListChanged: true } : {}),
-      ...(Option.isSome(features) && uris.length > 0 ? { resourceSubscriptions: uris } : {})
+      ...(Option.isSome(features) && filter.resourcesListChanged === true ? { resourcesListChanged: true } : {})
     }
-    const wanted = new Set(uris)
+    const wanted = new Set<string>()
     const idJson = JSON.stringify(message.id)
     const meta = `"_meta":{${JSON.stringify(Meta.subscriptionId)}:${idJson}}`
-    const ack = Sse.message(
-      encodeNotification(
-        "notifications/subscriptions/acknowledged",
-        `{${meta},"notifications":${JSON.stringify(honored)}}`
-      )
-    )
     const changed = Sse.message(encodeNotification("notifications/tools/list_changed", `{${meta}}`))
     const ended = Sse.message(
       encodeResult(
@@ -346,6 +339,15 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     )
     const events = Stream.unwrap(Effect.gen(function*() {
       const changes = honored.toolsListChanged === true ? yield* signals.subscribe : Stream.never
+      // the owners of the URIs in the caller's view tell of their updates while this listen is open
+      const held = Option.isSome(features) ? yield* Effect.filter(uris, (uri) => features.value.hold(caller, uri)) : []
+      for (const uri of held) wanted.add(uri)
+      const ack = Sse.message(encodeNotification(
+        "notifications/subscriptions/acknowledged",
+        `{${meta},"notifications":${
+          JSON.stringify(held.length > 0 ? { ...honored, resourceSubscriptions: held } : honored)
+        }}`
+      ))
       const other = Option.isNone(features) ? Stream.empty : Stream.merge(
         features.value.changes.pipe(
           Stream.filter((kind) =>
@@ -393,7 +395,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     }
     const admitted = admit(request, message)
     if (admitted instanceof ProtocolError) return Effect.succeed(HttpReply.error(message.id, admitted))
-    if (message.method === "subscriptions/listen") return Effect.succeed(listen(message))
+    if (message.method === "subscriptions/listen") return Effect.succeed(listen(message, caller))
     const context: CallContext = {
       stateless: true,
       caller,

@@ -31,7 +31,7 @@
  * @since 0.1.0
  */
 import type { StdioCommand } from "@janus/storage"
-import type { Duration, Effect, Stream } from "effect"
+import type { Duration, Effect, Scope, Stream } from "effect"
 import type { AllowList } from "../../egress/EgressPolicy.ts"
 import type { RelayHooks } from "../../mcp/Relay.ts"
 import type { UpstreamError } from "../Errors.ts"
@@ -116,6 +116,13 @@ export interface UpstreamSession {
   readonly channel: ChannelState
   /** Fails when the session can no longer serve. */
   readonly lost: Effect.Effect<never, UpstreamError>
+  /**
+   * 2026-07-28 streamable HTTP: asks the upstream for `uri`'s
+   * `notifications/resources/updated` (a `subscriptions/listen` with
+   * `resourceSubscriptions`, reopened like the change channel) until the
+   * scope closes; they arrive on `events`.
+   */
+  readonly watch?: ((uri: string) => Effect.Effect<void, never, Scope.Scope>) | undefined
   /** The program's pid (stdio). */
   readonly pid?: (() => number | undefined) | undefined
 }

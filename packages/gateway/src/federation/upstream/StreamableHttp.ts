@@ -321,6 +321,20 @@ export const connect = (
       scope
     )
 
+    // a URI's updates: a listen of its own, whose state is not the change channel's
+    const watch = (uri: string) =>
+      Effect.asVoid(Effect.forkScoped(
+        ChangeChannel.listen(
+          { ...channelContext, publish: (event) => event._tag === "Channel" ? Effect.void : publish(event) },
+          {
+            filter: { resourceSubscriptions: [uri] },
+            nextId: () => `watch-${nextId++}`,
+            meta: statelessMeta(undefined),
+            headers: routingHeaders
+          }
+        ).pipe(Effect.interruptible)
+      ))
+
     return {
       transport: "streamable-http",
       get era() {
@@ -343,6 +357,9 @@ export const connect = (
       events: Stream.fromPubSub(events),
       get channel() {
         return channel
+      },
+      get watch() {
+        return era === "stateless" ? watch : undefined
       },
       lost: Deferred.await(lost)
     } satisfies UpstreamSession
