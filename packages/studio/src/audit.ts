@@ -1,8 +1,9 @@
 /**
  * Audit rows for people, without the DOM (unit-tested): a caller by name,
- * the identity filter from a name, and the CSV export.
+ * the caller filter of the live tail, and the CSV export.
  *
- * Rules: a row's `tokenName` (from the audit trail, when it has one) wins;
+ * Rules: a row's `callerName` (the audit trail's name of the caller as it
+ * was at the time) wins;
  * otherwise a `token:<id>` identity is named from the token lists; an
  * identity that names nothing is shown as it is. A CSV cell a spreadsheet
  * would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is prefixed
@@ -11,6 +12,7 @@
 
 /** The caller as a person reads it. */
 export const callerOf = (row: any, names: ReadonlyMap<string, string>): string => {
+  if (typeof row.callerName === "string" && row.callerName !== "") return row.callerName
   if (typeof row.tokenName === "string" && row.tokenName !== "") return row.tokenName
   const name = names.get(row.identity)
   if (name !== undefined) return name
@@ -19,12 +21,15 @@ export const callerOf = (row: any, names: ReadonlyMap<string, string>): string =
 }
 
 /**
- * The identity filter as the API takes it: a token's exact name becomes its
- * `token:<id>`; anything else is sent as typed.
+ * Whether `row` is a caller `typed` names, as the API's `caller` filter
+ * decides it for stored rows: a case-insensitive substring of the identity,
+ * the caller's name, subject or client, or the token's name from the lists.
  */
-export const identityFilter = (typed: string, names: ReadonlyMap<string, string>): string => {
-  for (const [identity, name] of names) if (name === typed) return identity
-  return typed
+export const callerMatches = (typed: string, row: any, names: ReadonlyMap<string, string>): boolean => {
+  if (typed === "") return true
+  const needle = typed.toLowerCase()
+  return [row.identity, row.callerName, row.callerSubject, row.callerClient, row.tokenName, names.get(row.identity)]
+    .some((value) => typeof value === "string" && value.toLowerCase().includes(needle))
 }
 
 const COLUMNS = [

@@ -1,19 +1,24 @@
 import { describe, expect, it } from "vitest"
-import { callerOf, identityFilter, toCsv } from "../src/audit.ts"
+import { callerMatches, callerOf, toCsv } from "../src/audit.ts"
 
 const names = new Map([["token:0104d134-aaaa", "pet-agent"]])
 
 describe("audit rows for people", () => {
-  it("names the caller: the row's tokenName, else the token list, else the identity as stored", () => {
-    expect(callerOf({ identity: "token:0104d134-aaaa", tokenName: "from-trail" }, names)).toBe("from-trail")
+  it("names the caller: the row's callerName, else the token list, else the identity as stored", () => {
+    expect(callerOf({ identity: "token:0104d134-aaaa", callerName: "from-trail" }, names)).toBe("from-trail")
     expect(callerOf({ identity: "token:0104d134-aaaa" }, names)).toBe("pet-agent")
     expect(callerOf({ identity: "token:gone" }, names)).toBe("token:gone")
     expect(callerOf({ identity: "oauth:alice@example.com" }, names)).toBe("alice@example.com")
   })
 
-  it("a token's exact name filters by its identity; anything else is sent as typed", () => {
-    expect(identityFilter("pet-agent", names)).toBe("token:0104d134-aaaa")
-    expect(identityFilter("pet", names)).toBe("pet")
+  it("the live tail's caller filter: a case-insensitive substring of the identity or any name of the caller", () => {
+    const row = { identity: "token:0104d134-aaaa" }
+    expect(callerMatches("", row, names)).toBe(true)
+    expect(callerMatches("PET-ag", row, names)).toBe(true)
+    expect(callerMatches("0104d134", row, names)).toBe(true)
+    expect(callerMatches("petz", row, names)).toBe(false)
+    expect(callerMatches("ali", { identity: "oauth:x", callerSubject: "alice", callerName: null }, names)).toBe(true)
+    expect(callerMatches("ali", { identity: "token:other", callerName: "bob" }, names)).toBe(false)
   })
 
   it("exports CSV with a header, quoting, and formulas defused", () => {

@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.ts"
-import { callerOf, identityFilter, toCsv } from "../audit.ts"
+import { callerMatches, callerOf, toCsv } from "../audit.ts"
 import { CallDetail, download, exportRows, useTokenNames } from "../auditRows.tsx"
 import { onCall } from "../store.ts"
 import { DataTable, RowButton } from "../tables.tsx"
@@ -39,9 +39,9 @@ const fromUrl = (): Filters => {
 }
 const instant = (local: string) => new Date(local).toISOString()
 
-const matches = (f: Filters, r: any, identity: string) =>
+const matches = (f: Filters, r: any, names: ReadonlyMap<string, string>) =>
   (f.tool === "" || r.tool === f.tool) && (f.outcome === "" || r.outcome === f.outcome) &&
-  (identity === "" || r.identity === identity) && (f.connection === "" || r.connection === f.connection) &&
+  callerMatches(f.identity, r, names) && (f.connection === "" || r.connection === f.connection) &&
   (f.from === "" || r.at >= instant(f.from)) && (f.to === "" || r.at < instant(f.to))
 
 export const Audit = () => {
@@ -59,7 +59,8 @@ export const Audit = () => {
   const queryOf = (f: Filters) => {
     const q = new URLSearchParams()
     for (const [k, v] of Object.entries(f)) {
-      if (v !== "") q.set(k, k === "from" || k === "to" ? instant(v) : k === "identity" ? identityFilter(v, names) : v)
+      // the caller field is the API's `caller` filter: a substring of the identity, name, subject or client
+      if (v !== "") q.set(k === "identity" ? "caller" : k, k === "from" || k === "to" ? instant(v) : v)
     }
     return q
   }
@@ -80,7 +81,7 @@ export const Audit = () => {
   useEffect(() => {
     if (!live) return
     return onCall((data) => {
-      if (matches(applied, data, identityFilter(applied.identity, names))) {
+      if (matches(applied, data, names)) {
         setTail((t) => [data, ...t].slice(0, TAIL_MAX))
       }
     })
@@ -130,10 +131,10 @@ export const Audit = () => {
         <TextField label="Tool" value={filters.tool} onInput={set("tool")} />
         <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
         <TextField
-          label="Identity"
+          label="Caller"
           value={filters.identity}
           onInput={set("identity")}
-          hint="A token's name, token:<id> or an OAuth subject"
+          hint="Part of a token's name, of token:<id>, or of an OAuth subject or client"
         />
         <TextField label="Connection" value={filters.connection} onInput={set("connection")} />
         <TextField label="From" type="datetime-local" value={filters.from} onInput={set("from")} />
