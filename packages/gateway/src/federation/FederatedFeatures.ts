@@ -22,9 +22,12 @@
  *   (`ResourceSubscriptions.ts`: one upstream subscription per upstream and
  *   URI across clients, 2025 upstreams through `resources/subscribe`,
  *   2026-07-28 ones through a `subscriptions/listen` of their own). Upstream
- *   `notifications/resources/updated` come out on `updates` twice: with the
- *   URI as the upstream gives it and as `janus://<connection>/<uri>`, so a
- *   client subscribed to either form hears of it.
+ *   `notifications/resources/updated` come out on `updatesFor(caller)` under
+ *   each name that resolves to that upstream's resource in the caller's
+ *   view: the URI as the upstream gives it (when that is where it leads)
+ *   and `janus://<connection>/<uri>`, so a client subscribed to either form
+ *   hears of it, and a client whose view does not hold that upstream hears
+ *   nothing (not even for the same URI served by another upstream).
  * - Redaction (when on) covers `contents` of resources/read and `messages` of
  *   prompts/get; the count goes to the audit record.
  * - Response cache: a 2026-07-28 result with `ttlMs > 0` is reused for that
@@ -275,12 +278,19 @@ export const make = Effect.fnUntraced(function*(
     list: (caller, kind) => Effect.andThen(pool().awaitFirst, Effect.map(view(caller), (v) => v.lists[kind])),
     route,
     changes: Stream.fromPubSub(changes),
-    // as the upstream gives the URI, and qualified with its connection: a client subscribed to either form
-    updates: Stream.unwrap(
-      Effect.sync(() =>
-        Stream.flatMap(pool().updates, (update) => Stream.make(update.uri, qualify(update.connection, update.uri)))
+    updatesFor: (caller) =>
+      Stream.unwrap(
+        Effect.sync(() =>
+          Stream.flatMap(pool().updates, (update) =>
+            Stream.fromIterableEffect(Effect.map(view(caller), (v) =>
+              // as the upstream gives the URI, and qualified with its connection, where it leads to this resource
+              [update.uri, qualify(update.connection, update.uri)].filter((name) =>
+                v.resolve(name).some((target) =>
+                  target.upstream.connection.name === update.connection && target.name === update.uri
+                )
+              ))))
+        )
       )
-    )
   })
 
   const collisions = Effect.gen(function*() {

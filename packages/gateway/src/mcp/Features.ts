@@ -18,8 +18,11 @@
  *   (`resources` with `subscribe` / `listChanged`, `prompts`,
  *   `completions`): advertised in `initialize` and `server/discover`.
  * - `changes` emits the kind whose list changed (`resources` covers
- *   templates); `updates` emits the URI of a subscribed resource that changed
- *   upstream (`notifications/resources/updated`).
+ *   templates); `updatesFor(caller)` emits, for a resource that changed
+ *   upstream (`notifications/resources/updated`), the URIs under which the
+ *   caller's view serves it: none when its upstream is outside that view, so
+ *   a caller never hears of another view's resources, even one with the
+ *   same URI.
  * - `hold(caller, uri)` keeps the owner of `uri` telling of its updates
  *   until the scope closes: a 2025 session holds each URI it subscribed to
  *   until it unsubscribes or ends, a 2026-07-28 `subscriptions/listen` its
@@ -82,7 +85,7 @@ export class Features extends Context.Service<Features, {
     params: Readonly<Record<string, unknown>>
   ) => Effect.Effect<Route, ProtocolError>
   readonly changes: Stream.Stream<ChangeKind>
-  readonly updates: Stream.Stream<string>
+  readonly updatesFor: (caller: Caller) => Stream.Stream<string>
   readonly hold: (caller: Caller, uri: string) => Effect.Effect<boolean, never, Scope.Scope>
 }>()("@janus/gateway/mcp/Features") {
   /** Nothing besides tools: empty lists, no capabilities. */
@@ -93,7 +96,7 @@ export class Features extends Context.Service<Features, {
       list: () => Effect.succeed([]),
       route: () => Effect.die(new Error("Features.layerEmpty routes nothing")),
       changes: Stream.never,
-      updates: Stream.never,
+      updatesFor: () => Stream.never,
       hold: () => Effect.succeed(false)
     })
   )

@@ -130,7 +130,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         const other = Option.isNone(features) ? Stream.empty : Stream.merge(
           Stream.map(features.value.changes, (kind) =>
             Sse.named("message", encodeNotification(`notifications/${kind}/list_changed`))),
-          features.value.updates.pipe(
+          features.value.updatesFor(gated).pipe(
             Stream.filter((uri) =>
               session.subscribed.has("", uri)
             ),

@@ -646,7 +646,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     )
 
   /** The session's standalone stream, from after `afterSeq` (or from now). */
-  const standaloneStream = (session: McpSession, afterSeq: number | undefined) =>
+  const standaloneStream = (session: McpSession, caller: Caller, afterSeq: number | undefined) =>
     Effect.gen(function*() {
       const existing = standalone.get(session.id)
       if (existing !== undefined) {
@@ -677,7 +677,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           // prompts and resources list changes, and updates of the resources this session subscribed to
           const other = Stream.merge(
             Stream.map(features.value.changes, (kind) => encodeNotification(`notifications/${kind}/list_changed`)),
-            features.value.updates.pipe(
+            features.value.updatesFor(caller).pipe(
               Stream.filter((uri) => subscribed.has(session.id, uri)),
               Stream.map((uri) => encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
             )
@@ -710,7 +710,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
     Effect.gen(function*() {
       const session = yield* loadSession(request, caller)
       const lastEventId = header(request, Header.lastEventId)
-      if (lastEventId === undefined) return yield* standaloneStream(session, undefined)
+      if (lastEventId === undefined) return yield* standaloneStream(session, caller, undefined)
       const parsed = parseEventId(lastEventId)
       if (parsed === undefined) {
         return yield* ProtocolError.invalidParams(
@@ -720,7 +720,7 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
           400
         )
       }
-      if (parsed.streamId === STANDALONE_STREAM) return yield* standaloneStream(session, parsed.seq)
+      if (parsed.streamId === STANDALONE_STREAM) return yield* standaloneStream(session, caller, parsed.seq)
       const replayed = yield* replayFrames(session, parsed.streamId, parsed.seq).pipe(
         Effect.catchTag("UnknownStream", () =>
           Effect.fail(ProtocolError.invalidParams(

@@ -355,7 +355,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
           ),
           Stream.map((kind) => Sse.message(encodeNotification(`notifications/${kind}/list_changed`, `{${meta}}`)))
         ),
-        features.value.updates.pipe(
+        features.value.updatesFor(caller).pipe(
           Stream.filter((uri) => wanted.has(uri)),
           Stream.map((uri) =>
             Sse.message(encodeNotification("notifications/resources/updated", `{${meta},"uri":${JSON.stringify(uri)}}`))

@@ -22,6 +22,8 @@
  *   holds the upstream subscriptions only while it is open; one through a
  *   virtual server without those upstreams is acknowledged without them and
  *   subscribes nothing upstream;
+ * - a view without an upstream never hears of that upstream's resources,
+ *   even under a URI the view routes to another upstream;
  * - when the 2026-07-28 upstream goes away and comes back (a new upstream
  *   session), the held URI is listened for again on the new session and its
  *   updates still reach the subscribed client.
@@ -178,6 +180,8 @@ const Seed = Layer.effectDiscard(Effect.gen(function*() {
   }
   // a view with a tool of old and none of its resources
   yield* (yield* VirtualServers).create({ name: "empty", tools: ["old/touch_old"] })
+  // a view with everything of old and nothing of new
+  yield* (yield* VirtualServers).create({ name: "oldonly", tools: ["old/*"] })
 }))
 
 const TestLayer = Seed.pipe(
@@ -389,6 +393,29 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("resource subsc
         assert.strictEqual(count(observed.watching, "new://watched"), 0)
       }))
     }))
+
+  it.effect("a view without an upstream never hears of its resources, even under a URI it routes to another", () =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* ready
+      const upstreams = yield* Upstreams
+      // new://watched is not in this view: as an unlisted URI it is routed to old, which may serve it
+      const outside = yield* listen(["new://watched"], "/servers/oldonly/mcp")
+      // the control: a listen of the whole view, which does hold new's resource
+      const inside = yield* listen(["new://watched"])
+      yield* waitUntil(Effect.sync(() => outside.length > 0 && inside.length > 0), "both acknowledgements")
+      yield* waitUntil(Effect.sync(() => count(upstreams.observed.watching, "new://watched") >= 1), "upstream listen")
+      const updated = (messages: ReadonlyArray<any>) =>
+        messages.filter((m) => m.method === "notifications/resources/updated").map((m) => m.params.uri)
+      yield* waitUntil(
+        Effect.sync(() => {
+          upstreams.new.updated("new://watched")
+          return updated(inside).includes("new://watched")
+        }),
+        "the update on the listen whose view holds new"
+      )
+      yield* Effect.sleep("300 millis")
+      assert.deepStrictEqual(updated(outside), [], "new's update reached a view without new")
+    })))
 
   it.effect("a held URI of an upstream that was lost and came back is listened for on the new session", () =>
     Effect.scoped(Effect.gen(function*() {
