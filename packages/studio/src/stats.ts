@@ -68,8 +68,9 @@ export const empty: Stats = { buckets: [] }
 export const isCallEvent = (value: unknown): value is CallEvent => {
   if (typeof value !== "object" || value === null) return false
   const v = value as Record<string, unknown>
-  return typeof v.tool === "string" && typeof v.outcome === "string" && typeof v.durationMs === "number" &&
-    typeof v.at === "string"
+  // admin changes and refused authentications are audit rows too, with no tool: not calls
+  return (v.kind === undefined || v.kind === "call") && typeof v.tool === "string" && v.tool !== "" &&
+    typeof v.outcome === "string" && typeof v.durationMs === "number" && typeof v.at === "string"
 }
 
 const sample = (durations: ReadonlyArray<number>, seen: number, d: number): ReadonlyArray<number> => {

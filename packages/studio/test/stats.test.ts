@@ -78,6 +78,9 @@ describe("call statistics", () => {
   it("recognises call events", () => {
     expect(Stats.isCallEvent(call(0))).toBe(true)
     expect(Stats.isCallEvent({ tool: "x" })).toBe(false)
+    // an admin change or a refused authentication is an audit row, not a call
+    expect(Stats.isCallEvent({ ...call(0), kind: "admin", tool: "" })).toBe(false)
+    expect(Stats.isCallEvent({ ...call(0), kind: "auth" })).toBe(false)
   })
 })
 

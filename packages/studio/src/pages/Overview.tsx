@@ -54,7 +54,7 @@ export const startStats = async () => {
     const since = new Date(Date.now() - Stats.KEEP_SECONDS * 1000).toISOString()
     let cursor: string | null = null
     for (let i = 0; i < SEED_PAGES; i++) {
-      const q: string = `audit?limit=500&from=${encodeURIComponent(since)}${
+      const q: string = `audit?kind=call&limit=500&from=${encodeURIComponent(since)}${
         cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`
       }`
       const page = await request<{ items: Array<any>; nextCursor: string | null }>("GET", q)
