@@ -161,7 +161,8 @@ export const make = Effect.fnUntraced(function*(
       const body = JSON.stringify(params)
       if (Option.isSome(record)) {
         record.value.connection = u.connection.name
-        record.value.bytesOut = body.length
+        // what the call carries in; the answer's bytes are measured by the guard on the result it returns
+        record.value.bytesIn = body.length
       }
       const session = u.session
       if (session === undefined || u.state !== "healthy") {
@@ -183,7 +184,6 @@ export const make = Effect.fnUntraced(function*(
       const raw = yield* session.request(method, params, { timeout: Duration.millis(u.connection.timeoutMs) }).pipe(
         Effect.catch(failure(target.label, u))
       )
-      if (Option.isSome(record)) record.value.bytesIn = JSON.stringify(raw).length
       let result = clean(raw)
       if (method === "resources/read") result = yield* redact(result, "contents")
       if (method === "prompts/get") result = yield* redact(result, "messages")

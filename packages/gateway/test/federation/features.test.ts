@@ -274,6 +274,8 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       ])
       const read = records.find((r) => r.method === "resources/read")!
       assert.isAbove(read.bytesIn, 0)
+      // in: the params sent; out: the answer, with the resource's contents (the larger of the two)
+      assert.isAbove(read.bytesOut, read.bytesIn)
       const calls = (yield* events.after(before, 1_000)).filter((e) =>
         e.topic === "calls" && (e.data as any).identity === `token:${caller.id}`
       )
