@@ -29,6 +29,8 @@
  *
  * @since 0.1.0
  */
+// first: sets a V8 flag PGlite's WASM must see (see the module)
+import "./internal/WasmWrapperTiering.ts"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { PGlite } from "@electric-sql/pglite"
 import { Context, Effect, Layer, Queue, Scope, Semaphore, Stream } from "effect"

@@ -48,6 +48,8 @@
  *
  * @since 0.1.0
  */
+// first: sets a V8 flag PGlite's WASM must see (see the module)
+import "./internal/WasmWrapperTiering.ts"
 import type { Results } from "@electric-sql/pglite"
 import * as Module from "node:module"
 import * as Path from "node:path"
