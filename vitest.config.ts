@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 // One project per package so `vitest run --project storage` runs one package's suite.
@@ -29,6 +30,8 @@ export default defineConfig({
         }
       }
     ],
+    // in-memory test databases start from a migrated snapshot made once here
+    globalSetup: [fileURLToPath(new URL("./vitest.global-setup.ts", import.meta.url))],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // In CI also a JSON report, from which .ci/run prints the plain "N passed, N failed" line.

@@ -70,11 +70,13 @@ export const layer = (
 export const layerMemory = (
   options: Omit<EmbeddedOptions, "janusDir" | "dataDir" | "masterKey"> & {
     readonly masterKey?: Redacted.Redacted<Uint8Array> | undefined
+    /** Start from this `dumpDataDir` tar instead of initdb; see `PgliteClient.PgliteOptions`. */
+    readonly snapshot?: string | undefined
   } = {}
 ): Layer.Layer<EmbeddedServices, StorageStartError> =>
   Layer.fresh(layerServices.pipe(
     Layer.provideMerge(Layer.merge(
-      PgliteClient.layer({ thread: options.thread }),
+      PgliteClient.layer({ thread: options.thread, snapshot: options.snapshot }),
       MasterKey.layerKeys([options.masterKey ?? SecretBox.generateKey()])
     )),
     Layer.provide(settings(options))

@@ -32,7 +32,7 @@
 // first: sets a V8 flag PGlite's WASM must see (see the module)
 import "./internal/WasmWrapperTiering.ts"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { PGlite } from "@electric-sql/pglite"
+import { PGlite, type PGliteOptions } from "@electric-sql/pglite"
 import { Context, Effect, Layer, Queue, Scope, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -72,7 +72,17 @@ export interface PgliteOptions {
    * on this thread.
    */
   readonly thread?: "worker" | "main" | undefined
+  /**
+   * In memory only: a tar file written by PGlite's `dumpDataDir` to start
+   * the database from, instead of running initdb (seconds) on every open.
+   * Tests use one of a migrated schema (`testing/Snapshot`).
+   */
+  readonly snapshot?: string | undefined
 }
+
+/** PGlite's options for an in-memory database, started from `snapshot` when one is given. */
+export const memoryOptions = async (snapshot: string | undefined): Promise<PGliteOptions> =>
+  snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) }
 
 const classify = (cause: unknown, operation: string): SqlErrorReason => {
   const error = cause as { readonly code?: unknown; readonly constraint?: unknown; readonly message?: unknown }
@@ -165,7 +175,7 @@ const commit = (conn: Connection): Effect.Effect<void, SqlError> =>
 const openInThread = async (options: PgliteOptions): Promise<PgliteWorker.PgliteHandle> => {
   const dataDir = options.dataDir
   if (dataDir === undefined) {
-    const db = new PGlite()
+    const db = new PGlite(await memoryOptions(options.snapshot))
     await db.waitReady
     return db
   }

@@ -134,7 +134,7 @@ export const prestart = (dataDir: string): Promise<WorkerHandle> => {
 }
 
 /** Starts the worker and opens PGlite in it (in memory when `dataDir` is omitted), or takes over a `prestart`ed one. */
-export const start = (options: { readonly dataDir?: string | undefined }): Promise<WorkerHandle> => {
+export const start = (options: WorkerOptions): Promise<WorkerHandle> => {
   if (options.dataDir !== undefined) {
     const key = Path.resolve(options.dataDir)
     const early = prestarted.get(key)
@@ -157,14 +157,24 @@ export interface WorkerHandle extends PgliteHandle {
   readonly exited: Promise<number>
 }
 
-const spawn = (options: { readonly dataDir?: string | undefined }): Promise<WorkerHandle> =>
+/** Where the worker's database lives: `dataDir`, or memory (started from `snapshot` when given). */
+export interface WorkerOptions {
+  readonly dataDir?: string | undefined
+  readonly snapshot?: string | undefined
+}
+
+const spawn = (options: WorkerOptions): Promise<WorkerHandle> =>
   new Promise((resolveStart, rejectStart) => {
     const dataDir = options.dataDir
     // one process per data directory: held from here until the worker is gone
     // (throwing here rejects the start with `DataDirInUse`)
     const release = dataDir === undefined ? () => {} : DataDirLock.acquire(dataDir)
     const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
-      workerData: { dataDir: options.dataDir, compileCacheDir: Module.getCompileCacheDir() },
+      workerData: {
+        dataDir: options.dataDir,
+        snapshot: options.snapshot,
+        compileCacheDir: Module.getCompileCacheDir()
+      },
       name: "janus-pglite"
     })
     const pending = new Map<number, Pending>()

@@ -31,8 +31,9 @@ const fields = (cause: unknown): ErrorFields => {
   return out as ErrorFields
 }
 
-const { compileCacheDir, dataDir } = workerData as {
+const { compileCacheDir, dataDir, snapshot } = workerData as {
   readonly dataDir: string | undefined
+  readonly snapshot: string | undefined
   readonly compileCacheDir: string | undefined
 }
 // Same compile cache as the main thread (bin.ts turns it on there): PGlite is loaded below, after it is on.
@@ -42,7 +43,9 @@ const open = async (): Promise<PGlite> => {
   // PGlite creates only the last path segment; the folders above it may not exist yet.
   if (dataDir !== undefined) await Fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
   const { PGlite } = await import("@electric-sql/pglite")
-  const db = dataDir === undefined ? new PGlite() : new PGlite(dataDir)
+  const db = dataDir === undefined
+    ? new PGlite(snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) })
+    : new PGlite(dataDir)
   await db.waitReady
   return db
 }

@@ -3,7 +3,8 @@
  *
  * **Rules**
  *
- * - `layerMemory` is the embedded storage in memory with a random master key.
+ * - `layerMemory` is the embedded storage in memory with a random master key,
+ *   started from a migrated snapshot when the test run made one.
  * - `layerTestDatabase` creates a fresh database `janus_test_<random>` on the
  *   test Postgres (`JANUS_TEST_DATABASE_URL`, default 127.0.0.1:5432 as
  *   `postgres`) and drops it (`WITH (FORCE)`) when its scope closes;
@@ -23,11 +24,17 @@ import type { InvalidMasterKey } from "./Errors.ts"
 import * as Postgres from "./Postgres.ts"
 import type { StorageStartError } from "./Storage.ts"
 import { postgresAdminUrl } from "./testing/Services.ts"
+import * as Snapshot from "./testing/Snapshot.ts"
 
 export { postgresAdminUrl, redisUrl, requirePostgres, requireRedis } from "./testing/Services.ts"
 
-/** The embedded storage in memory with a random master key. */
-export const layerMemory = Embedded.layerMemory
+/**
+ * The embedded storage in memory with a random master key, started from the
+ * migrated snapshot named by `JANUS_TEST_PGLITE_SNAPSHOT` when it is set (vitest's
+ * global setup sets it; see `testing/Snapshot`).
+ */
+export const layerMemory = (options: Parameters<typeof Embedded.layerMemory>[0] = {}) =>
+  Embedded.layerMemory({ snapshot: process.env[Snapshot.envVar], ...options })
 
 /** A database created for this test run. */
 export class TestDatabase extends Context.Service<TestDatabase, {
