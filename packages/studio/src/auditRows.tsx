@@ -92,7 +92,13 @@ export const ChangeDetail = (props: { row: any; caller: string; onClose: () => v
     ["Client IP", orDash(row.clientIp)]
   ]
   return (
-    <section class="card detail" aria-label={`Change ${title} details`} tabIndex={-1} ref={box} data-testid="change-detail">
+    <section
+      class="card detail"
+      aria-label={`Change ${title} details`}
+      tabIndex={-1}
+      ref={box}
+      data-testid="change-detail"
+    >
       <div class="page-head">
         <h2>Change {row.id === undefined ? "(live)" : `#${row.id}`}: {title}</h2>
         <button type="button" class="secondary" onClick={props.onClose}>Close</button>
@@ -106,7 +112,10 @@ export const ChangeDetail = (props: { row: any; caller: string; onClose: () => v
         ))}
       </dl>
       <h3>Fields changed</h3>
-      <Diff lines={changeLines(row.changes).map((l) => ({ ...l, children: l.text }))} label={`Fields changed: ${title}`} />
+      <Diff
+        lines={changeLines(row.changes).map((l) => ({ ...l, children: l.text }))}
+        label={`Fields changed: ${title}`}
+      />
     </section>
   )
 }

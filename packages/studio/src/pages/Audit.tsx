@@ -11,7 +11,7 @@
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.ts"
 import { callerMatches, callerOf, toCsv } from "../audit.ts"
-import { addLive, changeLines, changeTitle, KINDS, type KindFilter, liveRow, shownRows } from "../auditLive.ts"
+import { addLive, changeLines, changeTitle, type KindFilter, KINDS, liveRow, shownRows } from "../auditLive.ts"
 import { CallDetail, ChangeDetail, download, exportRows, useTokenNames } from "../auditRows.tsx"
 import { Diff } from "../diff.tsx"
 import { onEvent, onResync } from "../store.ts"
@@ -61,7 +61,7 @@ export const Audit = () => {
   const [filters, setFilters] = useState<Filters>(fromUrl)
   const [applied, setApplied] = useState(filters)
   const [rows, setRows] = useState<Array<any>>([])
-  const [tail, setTail] = useState<Array<any>>([])
+  const [tail, setTail] = useState<ReadonlyArray<any>>([])
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const [next, setNext] = useState<string | null>(null)
   const [live, setLive] = useState(true)
@@ -121,7 +121,11 @@ export const Audit = () => {
   }
   const firstPage = cursors.length === 1
   const shown = firstPage ? shownRows(tail, rows) : rows
-  const noun = applied.kind === "admin" ? "admin changes" : applied.kind === "auth" ? "refused authentications" : "calls"
+  const noun = applied.kind === "admin"
+    ? "admin changes"
+    : applied.kind === "auth"
+    ? "refused authentications"
+    : "calls"
   return (
     <Page
       title="Audit"
@@ -162,7 +166,11 @@ export const Audit = () => {
       </CardForm>
       <ErrorBox error={action.error ?? exporting.error} />
       {open !== undefined && open.kind === "admin" && (
-        <ChangeDetail row={open} caller={callerOf(open, names)} onClose={() => setOpen(undefined)} />
+        <ChangeDetail
+          row={open}
+          caller={callerOf(open, names)}
+          onClose={() => setOpen(undefined)}
+        />
       )}
       {open !== undefined && open.kind !== "admin" && (
         <CallDetail
@@ -176,7 +184,17 @@ export const Audit = () => {
       </p>
       <DataTable
         testId="audit"
-        columns={["Time", "Tool or change", "Outcome", "Caller", "Connection", "Status", "Duration", "Bytes in/out", "Details"]}
+        columns={[
+          "Time",
+          "Tool or change",
+          "Outcome",
+          "Caller",
+          "Connection",
+          "Status",
+          "Duration",
+          "Bytes in/out",
+          "Details"
+        ]}
         rows={shown}
         empty={action.busy ? null : `No ${noun} match these filters (and none arrived live since).`}
         rowKey={(r, i) => `${r.id ?? "live"}-${i}`}
@@ -184,27 +202,27 @@ export const Audit = () => {
       >
         {(r) =>
           r.kind === "admin" ? <AdminCells row={r} caller={callerOf(r, names)} onOpen={() => setOpen(r)} /> : (
-          <>
-            <td>{time(r.at)}</td>
-            <td>{r.tool}</td>
-            <td>
-              <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
-            </td>
-            <td title={r.identity}>{callerOf(r, names)}</td>
-            <td>{r.connection ?? "—"}</td>
-            <td>{r.status ?? "—"}</td>
-            <td>{r.durationMs} ms</td>
-            <td>{r.bytesIn}/{r.bytesOut}</td>
-            <td class="buttons">
-              <RowButton
-                verb="Details"
-                name={`${r.tool} at ${time(r.at)}`}
-                class="secondary"
-                onClick={() => setOpen(r)}
-              />
-            </td>
-          </>
-        )}
+            <>
+              <td>{time(r.at)}</td>
+              <td>{r.tool}</td>
+              <td>
+                <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
+              </td>
+              <td title={r.identity}>{callerOf(r, names)}</td>
+              <td>{r.connection ?? "—"}</td>
+              <td>{r.status ?? "—"}</td>
+              <td>{r.durationMs} ms</td>
+              <td>{r.bytesIn}/{r.bytesOut}</td>
+              <td class="buttons">
+                <RowButton
+                  verb="Details"
+                  name={`${r.tool} at ${time(r.at)}`}
+                  class="secondary"
+                  onClick={() => setOpen(r)}
+                />
+              </td>
+            </>
+          )}
       </DataTable>
       <nav class="buttons" aria-label="Audit pages">
         <button type="button" class="secondary" disabled={firstPage} onClick={() => setCursors(cursors.slice(0, -1))}>
