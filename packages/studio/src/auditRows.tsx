@@ -1,11 +1,13 @@
 /**
  * Audit rows in the page: token names for callers (see audit.ts), a call's
- * details, and the export of the filtered rows. Nothing here changes what is
+ * details, an admin change's details (its diff from auditLive.ts), and the export of the filtered rows. Nothing here changes what is
  * stored: arguments are shown only when the record holds them.
  */
 import { useEffect, useRef } from "preact/hooks"
 import { listAll, request } from "./api.ts"
 import { callerOf } from "./audit.ts"
+import { changeLines, changeTitle } from "./auditLive.ts"
+import { Diff } from "./diff.tsx"
 import { useResource } from "./store.ts"
 import { time } from "./ui.tsx"
 
@@ -64,6 +66,56 @@ export const CallDetail = (props: { row: any; caller: string; onClose: () => voi
       {row.arguments === undefined || row.arguments === null
         ? <p class="hint">Not stored: the audit log keeps sizes and counts only ({bytes(row.bytesIn)} in).</p>
         : <pre tabIndex={0}>{JSON.stringify(row.arguments, null, 2)}</pre>}
+    </section>
+  )
+}
+
+const orDash = (v: unknown) => v === null || v === undefined || v === "" ? "—" : String(v)
+
+/** One admin change's record, in full: who, through what, from where, and every changed field. */
+export const ChangeDetail = (props: { row: any; caller: string; onClose: () => void }) => {
+  const { row } = props
+  const box = useRef<HTMLElement>(null)
+  useEffect(() => {
+    box.current?.scrollIntoView({ block: "nearest" })
+    box.current?.focus()
+  }, [row])
+  const title = changeTitle(row)
+  const items: Array<[string, string]> = [
+    ["Time", time(row.at)],
+    ["Change", title],
+    ["Actor", `${props.caller}${props.caller === row.identity ? "" : ` (${row.identity})`}`],
+    ["Interface", orDash(row.interface)],
+    ["Resource id", orDash(row.resourceId)],
+    ["Version", `${orDash(row.versionBefore)} → ${orDash(row.versionAfter)}`],
+    ["Request id", orDash(row.requestId)],
+    ["Client IP", orDash(row.clientIp)]
+  ]
+  return (
+    <section
+      class="card detail"
+      aria-label={`Change ${title} details`}
+      tabIndex={-1}
+      ref={box}
+      data-testid="change-detail"
+    >
+      <div class="page-head">
+        <h2>Change {row.id === undefined ? "(live)" : `#${row.id}`}: {title}</h2>
+        <button type="button" class="secondary" onClick={props.onClose}>Close</button>
+      </div>
+      <dl>
+        {items.map(([k, v]) => (
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </div>
+        ))}
+      </dl>
+      <h3>Fields changed</h3>
+      <Diff
+        lines={changeLines(row.changes).map((l) => ({ ...l, children: l.text }))}
+        label={`Fields changed: ${title}`}
+      />
     </section>
   )
 }

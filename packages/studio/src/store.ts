@@ -5,7 +5,10 @@
  * mounted the key is "on screen". Live frames go through `staleKeys`
  * (resources.ts): only the keys a signal is about are refetched; a resync
  * refetches every key on screen. `calls` events go to `onCall` listeners
- * (overview, audit tail) without any request.
+ * (overview) and every event to `onEvent` listeners (the audit page's live
+ * rows) without any request; a resync (the stream's gap marker: events were
+ * dropped or cannot be replayed) goes to `onResync` listeners, which refetch
+ * what they built from events.
  */
 import { useEffect, useState } from "preact/hooks"
 import { type LiveFrame, staleKeys } from "./resources.ts"
@@ -22,6 +25,8 @@ interface Entry {
 
 const entries = new Map<string, Entry>()
 const callListeners = new Set<(data: unknown) => void>()
+const eventListeners = new Set<(topic: string, data: unknown) => void>()
+const resyncListeners = new Set<() => void>()
 
 const notify = (entry: Entry) => {
   for (const l of entry.listeners) l()
@@ -59,12 +64,26 @@ export const refresh = (key: string) => fetchKey(key)
 /** Applies one live frame. */
 export const applyFrame = (frame: LiveFrame) => {
   if (frame._tag === "event" && frame.topic === "calls") { for (const l of callListeners) l(frame.data) }
+  if (frame._tag === "event") { for (const l of eventListeners) l(frame.topic, frame.data) }
+  if (frame._tag === "resync") { for (const l of resyncListeners) l() }
   for (const key of staleKeys(frame, onScreen())) fetchKey(key)
 }
 
 export const onCall = (listener: (data: unknown) => void) => {
   callListeners.add(listener)
   return () => void callListeners.delete(listener)
+}
+
+/** Every event with data (`calls`, `admin`, ...), as it arrives. */
+export const onEvent = (listener: (topic: string, data: unknown) => void) => {
+  eventListeners.add(listener)
+  return () => void eventListeners.delete(listener)
+}
+
+/** Every resync: what was built from events may have missed some. */
+export const onResync = (listener: () => void) => {
+  resyncListeners.add(listener)
+  return () => void resyncListeners.delete(listener)
 }
 
 /** Forgets everything (sign-out). */

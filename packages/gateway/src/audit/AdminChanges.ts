@@ -17,8 +17,9 @@
  * - Only writes that succeed are changes; a failed write is not recorded.
  *   Inside an apply or an OpenAPI import (one transaction each), changes
  *   wait for its commit ({@link afterCommit}, `Actor.Deferred`).
- * - The `admin` event carries the row (no secret either) so Studio shows
- *   changes live; `about` is `[<resource kind>, <resource id>]`.
+ * - The `admin` event carries the row (no secret either, and the row's own
+ *   `at`) so Studio shows changes live; `about` is
+ *   `[<resource kind>, <resource id>]`.
  *
  * @since 0.1.0
  */
@@ -33,7 +34,7 @@ import {
   Secrets,
   VirtualServers
 } from "@janus/storage"
-import { Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import * as Actor from "./Actor.ts"
 import { type Changes, diff } from "./Diff.ts"
 
@@ -68,16 +69,24 @@ export const inputOf = (change: Change, actor: Actor.Actor): AuditInput => ({
   changes: JSON.stringify(change.changes)
 })
 
-/** Writes `input` (an admin row) and its `admin` event. */
+/**
+ * Writes `input` (an admin row) and its `admin` event, both stamped with the
+ * same `at`: the event carries no row id (the database numbers the row at
+ * its flush), so Studio tells a live row from the stored one by what both
+ * hold (`at`, action, resource, version after).
+ */
 export const write = (log: AuditLog["Service"], events: EventLog["Service"], input: AuditInput) =>
-  Effect.andThen(
-    log.record(input),
-    events.append({
-      topic: "admin",
-      about: [input.resourceKind ?? "", input.resourceId ?? ""],
-      data: { ...input, changes: JSON.parse(input.changes ?? "{}") as unknown, at: new Date().toISOString() }
-    })
-  )
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const at = input.at ?? new Date(now)
+    return Effect.andThen(
+      log.record({ ...input, at }),
+      events.append({
+        topic: "admin",
+        about: [input.resourceKind ?? "", input.resourceId ?? ""],
+        data: { ...input, changes: JSON.parse(input.changes ?? "{}") as unknown, at: at.toISOString() }
+      })
+    )
+  })
 
 /**
  * `transaction` (one database transaction making admin changes) with its

@@ -134,6 +134,11 @@ layer(adminLayer(), suiteOptions)("admin changes are audited", (it) => {
       yield* (yield* EventLog).flush
       const events = yield* sql<{ about: unknown }>`SELECT about FROM broker_event WHERE topic = 'admin'`
       assert.isAtLeast(events.length, 12)
+      // an event and its row hold the same `at` (Studio merges a live change with its stored row by it)
+      const [revokeEvent] = yield* sql<{ data: any }>`SELECT data FROM broker_event
+        WHERE topic = 'admin' AND data->>'requestId' = ${revoked.headers["x-request-id"]!}`
+      const eventData = typeof revokeEvent!.data === "string" ? JSON.parse(revokeEvent!.data) : revokeEvent!.data
+      assert.deepInclude(eventData, { action: "revoke", resourceName: "ci-bot", at: revokeRow.at.toISOString() })
 
       // GET /api/v1/audit: filter by the actor's name (a substring), export as CSV
       const mine = expectStatus(yield* api.get("/api/v1/audit?kind=admin&caller=ALICE&limit=500"), 200)

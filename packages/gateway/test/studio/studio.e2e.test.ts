@@ -9,7 +9,9 @@
  * the overview and the audit tail of other open pages (no polling); a
  * revoked token refused; an OpenAPI import with preview; an API-made change
  * appearing without reload; a forced resync refetching what is on screen;
- * a dropped stream showing "Reconnecting…" and resuming with Last-Event-ID.
+ * a dropped stream showing "Reconnecting…" and resuming with Last-Event-ID;
+ * admin changes made through the API by another admin appearing live on
+ * the audit page (actor, action, resource, diff), once each after a resync.
  * Each page's screenshot goes to docs/screenshots with UPDATE_SCREENSHOTS=1 (see browser.ts).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
@@ -20,7 +22,7 @@ import type { Browser } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as GatewayTesting from "../../src/testing.ts"
 import { EVERYTHING } from "../federation/stdio-servers.ts"
-import { browserAvailable, focused, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
+import { axeViolations, browserAvailable, focused, go, launch, screenshot, signIn, watchErrors } from "./browser.ts"
 import { api, baseUrl, byName, newAdminToken, startDownstream, WAIT, waitText } from "./support.ts"
 
 const openApiDocument = (baseUrl: string) =>
@@ -453,6 +455,96 @@ else {
               assert.deepStrictEqual(errors, [])
             }),
             Effect.promise(close)
+          )
+        }),
+      60_000
+    )
+
+    it.effect(
+      "admin changes appear live on the audit page (admin and every kind): actor, action, resource, diff; a resync refetches",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const watcher = yield* newAdminToken("audit watcher")
+          // the actor of the changes: another admin token, named in the rows
+          const actor = yield* newAdminToken("ops-carol")
+          const admin = yield* Effect.promise(newPage)
+          const every = yield* Effect.promise(newPage)
+          yield* Effect.ensuring(
+            Effect.promise(async () => {
+              await signIn(admin.page, base, watcher, "/audit?kind=admin")
+              await admin.page.getByRole("heading", { level: 1, name: "Audit" }).waitFor()
+              assert.strictEqual(await admin.page.getByLabel("Kind", { exact: true }).inputValue(), "admin")
+              await signIn(every.page, base, watcher, "/audit")
+              await every.page.getByRole("heading", { level: 1, name: "Audit" }).waitFor()
+              // the first page of each is loaded (rows or the empty state) before the change is made
+              for (const p of [admin.page, every.page]) {
+                await p.locator("[data-testid=audit], [data-testid=audit-empty]").first().waitFor()
+              }
+              let loads = 0
+              const auditRequests: Array<string> = []
+              for (const p of [admin.page, every.page]) {
+                p.on("load", () => loads++)
+                p.on("request", (r) => {
+                  if (new URL(r.url()).pathname === "/api/v1/audit") auditRequests.push(r.url())
+                })
+              }
+
+              // a change through the API, made by another admin: both open pages show it, no reload, no polling
+              const made = await api(base, actor, "POST", "connections", {
+                body: { kind: "rest", name: "audited-live", baseUrl: "https://audited.example.com" },
+                status: 201
+              })
+              await api(base, actor, "PATCH", `connections/${made.id}`, {
+                body: { description: "Watched live" },
+                ifMatch: made.version
+              })
+              for (const p of [admin.page, every.page]) {
+                const created = p.locator("tr.live-row").filter({ hasText: "create connection audited-live" })
+                await created.waitFor()
+                assert.include(await created.textContent(), "ops-carol via api")
+                assert.include(await created.textContent(), "name: \"audited-live\"")
+                const updated = p.locator("tr.live-row").filter({ hasText: "update connection audited-live" })
+                await updated.waitFor()
+                assert.include(await updated.getByRole("list").textContent(), "description: \"\" → \"Watched live\"")
+                // newest first
+                assert.match(
+                  (await p.locator("[data-testid=audit] tbody").textContent())!,
+                  /update connection audited-live[\s\S]*create connection audited-live/
+                )
+              }
+              assert.deepStrictEqual(auditRequests, [], "the live rows came without a request")
+              assert.strictEqual(loads, 0, "no reload")
+
+              // the change's details, and no serious accessibility violation with the live rows on screen
+              await admin.page.getByRole("button", { name: /^Details update connection audited-live/ }).click()
+              const detail = admin.page.getByTestId("change-detail")
+              await detail.filter({ hasText: "Fields changed" }).waitFor()
+              assert.include(await detail.textContent(), "1 → 2")
+              assert.deepStrictEqual(await axeViolations(admin.page), [], "audit page with live admin changes")
+              await screenshot(admin.page, "audit-admin-live")
+              await admin.page.getByRole("button", { name: "Close" }).click()
+              assert.deepStrictEqual([...admin.errors, ...every.errors], [])
+            }),
+            Effect.promise(every.close)
+          )
+          // a forced resync (events may have been lost): the page is refetched, and each change is shown once
+          yield* Effect.ensuring(
+            Effect.gen(function*() {
+              yield* flood(1)
+              yield* Effect.promise(() =>
+                admin.page.waitForRequest((r) => new URL(r.url()).pathname === "/api/v1/audit", { timeout: WAIT })
+              )
+              yield* Effect.promise(async () => {
+                const stored = admin.page.locator("[data-testid=audit] tbody tr:not(.live-row)")
+                await stored.filter({ hasText: "update connection audited-live" }).waitFor()
+                const rows = admin.page.locator("[data-testid=audit] tbody tr")
+                assert.strictEqual(await rows.filter({ hasText: "create connection audited-live" }).count(), 1)
+                assert.strictEqual(await rows.filter({ hasText: "update connection audited-live" }).count(), 1)
+                assert.deepStrictEqual(admin.errors, [])
+              })
+            }),
+            Effect.promise(admin.close)
           )
         }),
       60_000

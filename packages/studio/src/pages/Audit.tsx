@@ -1,22 +1,34 @@
 /**
  * Audit: filters (also from the URL: the overview links here with
- * `?tool=…&outcome=…`), keyset pages (the API's cursor), a live tail that
- * prepends matching `calls` events as they arrive (no polling), callers by
- * name, a detail view per call, and the filtered rows exported as CSV or JSON.
+ * `?tool=…&outcome=…`, and `?kind=admin` opens the admin changes), keyset
+ * pages (the API's cursor), a live tail that adds matching `calls` and
+ * `admin` events as they arrive (no polling; merged with the stored page by
+ * auditLive.ts, so a change shown live and then stored is one row), a
+ * refetch of the page on a resync (the stream's gap marker: events were
+ * lost), callers by name, admin changes with their diff, a detail view per
+ * row, and the filtered rows exported as CSV or JSON.
  */
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.ts"
 import { callerMatches, callerOf, toCsv } from "../audit.ts"
-import { CallDetail, download, exportRows, useTokenNames } from "../auditRows.tsx"
-import { onCall } from "../store.ts"
+import { addLive, changeLines, changeTitle, type KindFilter, KINDS, liveRow, shownRows } from "../auditLive.ts"
+import { CallDetail, ChangeDetail, download, exportRows, useTokenNames } from "../auditRows.tsx"
+import { Diff } from "../diff.tsx"
+import { onEvent, onResync } from "../store.ts"
 import { DataTable, RowButton } from "../tables.tsx"
 import { toast } from "../toast.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
 
 const OUTCOMES = ["", "ok", "error", "denied", "invalid", "rate_limited", "shed", "breaker_open", "timeout"]
-const TAIL_MAX = 200
+const KIND_OPTIONS: ReadonlyArray<readonly [KindFilter, string]> = [
+  ["", "Every kind"],
+  ["call", "Calls"],
+  ["admin", "Admin changes"],
+  ["auth", "Refused authentications"]
+]
 
 interface Filters {
+  kind: KindFilter
   tool: string
   outcome: string
   identity: string
@@ -26,11 +38,12 @@ interface Filters {
   to: string
 }
 
-const emptyFilters: Filters = { tool: "", outcome: "", identity: "", connection: "", from: "", to: "" }
+const emptyFilters: Filters = { kind: "", tool: "", outcome: "", identity: "", connection: "", from: "", to: "" }
 const fromUrl = (): Filters => {
   const q = new URLSearchParams(location.search)
   return {
     ...emptyFilters,
+    kind: KINDS.find((k) => k === q.get("kind")) ?? "",
     tool: q.get("tool") ?? "",
     outcome: OUTCOMES.find((o) => o === q.get("outcome")) ?? "",
     identity: q.get("identity") ?? "",
@@ -48,7 +61,7 @@ export const Audit = () => {
   const [filters, setFilters] = useState<Filters>(fromUrl)
   const [applied, setApplied] = useState(filters)
   const [rows, setRows] = useState<Array<any>>([])
-  const [tail, setTail] = useState<Array<any>>([])
+  const [tail, setTail] = useState<ReadonlyArray<any>>([])
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const [next, setNext] = useState<string | null>(null)
   const [live, setLive] = useState(true)
@@ -80,12 +93,17 @@ export const Audit = () => {
   }, [applied, cursors])
   useEffect(() => {
     if (!live) return
-    return onCall((data) => {
-      if (matches(applied, data, names)) {
-        setTail((t) => [data, ...t].slice(0, TAIL_MAX))
-      }
+    return onEvent((topic, data) => {
+      const row = liveRow(topic, data, applied.kind)
+      if (row !== undefined && matches(applied, row, names)) setTail((t) => addLive(t, row))
     })
   }, [live, applied, names.size])
+  // a resync means events were lost: the stored page is the truth again
+  useEffect(() =>
+    onResync(() => {
+      setTail([])
+      void load(applied, cursors[cursors.length - 1]!)
+    }), [applied, cursors])
   const exportAs = (format: "csv" | "json") =>
     exporting.run(async () => {
       const rows = await exportRows(queryOf(applied), names)
@@ -102,7 +120,12 @@ export const Audit = () => {
     setCursors([null])
   }
   const firstPage = cursors.length === 1
-  const shown = firstPage ? [...tail, ...rows] : rows
+  const shown = firstPage ? shownRows(tail, rows) : rows
+  const noun = applied.kind === "admin"
+    ? "admin changes"
+    : applied.kind === "auth"
+    ? "refused authentications"
+    : "calls"
   return (
     <Page
       title="Audit"
@@ -128,6 +151,7 @@ export const Audit = () => {
           </>
         }
       >
+        <SelectField label="Kind" value={filters.kind} options={KIND_OPTIONS} onChange={set("kind")} />
         <TextField label="Tool" value={filters.tool} onInput={set("tool")} />
         <SelectField label="Outcome" value={filters.outcome} options={OUTCOMES} onChange={set("outcome")} />
         <TextField
@@ -141,7 +165,14 @@ export const Audit = () => {
         <TextField label="To" type="datetime-local" value={filters.to} onInput={set("to")} />
       </CardForm>
       <ErrorBox error={action.error ?? exporting.error} />
-      {open !== undefined && (
+      {open !== undefined && open.kind === "admin" && (
+        <ChangeDetail
+          row={open}
+          caller={callerOf(open, names)}
+          onClose={() => setOpen(undefined)}
+        />
+      )}
+      {open !== undefined && open.kind !== "admin" && (
         <CallDetail
           row={open}
           caller={callerOf(open, names)}
@@ -149,38 +180,49 @@ export const Audit = () => {
         />
       )}
       <p class="hint" aria-live="polite">
-        {firstPage && live ? `Live: ${tail.length} new call(s) since this page loaded.` : ""}
+        {firstPage && live ? `Live: ${tail.length} new row(s) since this page loaded.` : ""}
       </p>
       <DataTable
         testId="audit"
-        columns={["Time", "Tool", "Outcome", "Caller", "Connection", "Status", "Duration", "Bytes in/out", "Details"]}
+        columns={[
+          "Time",
+          "Tool or change",
+          "Outcome",
+          "Caller",
+          "Connection",
+          "Status",
+          "Duration",
+          "Bytes in/out",
+          "Details"
+        ]}
         rows={shown}
-        empty={action.busy ? null : "No calls match these filters (and none arrived live since)."}
+        empty={action.busy ? null : `No ${noun} match these filters (and none arrived live since).`}
         rowKey={(r, i) => `${r.id ?? "live"}-${i}`}
         rowClass={(r) => r.id === undefined ? "live-row" : undefined}
       >
-        {(r) => (
-          <>
-            <td>{time(r.at)}</td>
-            <td>{r.tool}</td>
-            <td>
-              <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
-            </td>
-            <td title={r.identity}>{callerOf(r, names)}</td>
-            <td>{r.connection ?? "—"}</td>
-            <td>{r.status ?? "—"}</td>
-            <td>{r.durationMs} ms</td>
-            <td>{r.bytesIn}/{r.bytesOut}</td>
-            <td class="buttons">
-              <RowButton
-                verb="Details"
-                name={`${r.tool} at ${time(r.at)}`}
-                class="secondary"
-                onClick={() => setOpen(r)}
-              />
-            </td>
-          </>
-        )}
+        {(r) =>
+          r.kind === "admin" ? <AdminCells row={r} caller={callerOf(r, names)} onOpen={() => setOpen(r)} /> : (
+            <>
+              <td>{time(r.at)}</td>
+              <td>{r.tool}</td>
+              <td>
+                <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
+              </td>
+              <td title={r.identity}>{callerOf(r, names)}</td>
+              <td>{r.connection ?? "—"}</td>
+              <td>{r.status ?? "—"}</td>
+              <td>{r.durationMs} ms</td>
+              <td>{r.bytesIn}/{r.bytesOut}</td>
+              <td class="buttons">
+                <RowButton
+                  verb="Details"
+                  name={`${r.tool} at ${time(r.at)}`}
+                  class="secondary"
+                  onClick={() => setOpen(r)}
+                />
+              </td>
+            </>
+          )}
       </DataTable>
       <nav class="buttons" aria-label="Audit pages">
         <button type="button" class="secondary" disabled={firstPage} onClick={() => setCursors(cursors.slice(0, -1))}>
@@ -191,5 +233,34 @@ export const Audit = () => {
         </button>
       </nav>
     </Page>
+  )
+}
+
+/** An admin change's cells: what changed (with its diff) where a call has its tool, who, and how. */
+const AdminCells = (props: { row: any; caller: string; onOpen: () => void }) => {
+  const { row } = props
+  const title = changeTitle(row)
+  return (
+    <>
+      <td>{time(row.at)}</td>
+      <td>
+        <strong>{title}</strong>
+        <Diff lines={changeLines(row.changes).map((l) => ({ ...l, children: l.text }))} label={`Changes: ${title}`} />
+      </td>
+      <td>
+        <span class={`badge ${row.outcome === "ok" ? "closed" : "open"}`}>{row.outcome}</span>
+      </td>
+      <td title={row.identity}>
+        {props.caller}
+        {typeof row.interface === "string" && row.interface !== "" ? ` via ${row.interface}` : ""}
+      </td>
+      <td>—</td>
+      <td>—</td>
+      <td>—</td>
+      <td>—</td>
+      <td class="buttons">
+        <RowButton verb="Details" name={`${title} at ${time(row.at)}`} class="secondary" onClick={props.onOpen} />
+      </td>
+    </>
   )
 }
