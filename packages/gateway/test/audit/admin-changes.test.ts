@@ -283,6 +283,12 @@ layer(adminLayer(), suiteOptions)("admin changes are audited", (it) => {
       for (const [field, change] of Object.entries(deleteChanges)) {
         if (/hash|prefix|token|value/i.test(field)) assert.strictEqual(change, "changed", field)
       }
+      // a field absent on one side and null on the other did not change: it is not listed
+      for (const row of [...importRows, deleteRow]) {
+        for (const [field, change] of Object.entries(JSON.parse(row.changes!))) {
+          assert.notDeepEqual(change, { old: null, new: null }, `${row.resourceKind} ${row.action}: ${field}`)
+        }
+      }
 
       // admin token: revoked through the API
       const at = expectStatus(yield* api.post("/api/v1/admin-tokens", { name: "ops-erin" }), 201)
