@@ -2,18 +2,21 @@
  * Audit rows as OTLP log records (`audit/LogExport`): with OTLP logs on, a
  * gateway's audit rows arrive at a collector on 127.0.0.1 (OTLP/HTTP JSON)
  * as `audit record` log records with `audit.kind`, `audit.identity` and
- * `audit.outcome` attributes, and no credential used in the test is in what
+ * `audit.outcome` attributes (an admin change, a refused admin
+ * authentication and a tools/call), and no credential used in the test is in what
  * was exported; with OTLP logs off, recording a row logs nothing.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { AdminTokens, type AuditInput, AuditLog } from "@janus/storage"
 import { Effect, Layer, Logger, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
 import { OtlpExporter } from "effect/observability"
 import * as LogExport from "../../src/audit/LogExport.ts"
 import { JanusConfig } from "../../src/config/JanusConfig.ts"
 import { Endpoint } from "../../src/config/OtelVariables.ts"
 import { Otlp } from "../../src/observability/index.ts"
 import { call, client, expectStatus, layer as adminLayer, suiteOptions } from "../admin/support.ts"
+import { stateless } from "../mcp/http-client.ts"
 import * as Receiver from "../observability/support/Receiver.ts"
 
 /** Logs only, to the receiver, exported every 100 ms. */
@@ -78,7 +81,7 @@ const auditRecords = (found: (records: ReadonlyArray<Exported>) => boolean) =>
   })
 
 layer(Layer.mergeAll(TestLayer), suiteOptions)("audit rows as OTLP log records", (it) => {
-  it.effect("an admin change and a refused admin authentication arrive as audit records, without credentials", () =>
+  it.effect("an admin change, a refused admin authentication and a call arrive as audit records, no credential", () =>
     Effect.gen(function*() {
       const created = yield* (yield* AdminTokens).create({ name: "ops-otlp" })
       const adminValue = Redacted.value(created.plaintext)
@@ -86,10 +89,16 @@ layer(Layer.mergeAll(TestLayer), suiteOptions)("audit rows as OTLP log records",
       const bogus = "jna_" + "z".repeat(40)
       expectStatus(yield* call("GET", "/api/v1/connections", { token: bogus }), 401)
 
+      // a tools/call (of a tool that does not exist, as the anonymous caller) is a call row
+      const url = yield* HttpServer.addressFormattedWith((base) => Effect.succeed(new URL("/mcp", base).href))
+      const called = yield* stateless(url, "tools/call", { name: "no_such_tool", arguments: {} })
+      assert.strictEqual(called.status, 200)
+
       const requestId = made.headers["x-request-id"]
       const audit = yield* auditRecords((all) =>
         all.some((r) => r.attributes["audit.requestId"] === requestId) &&
-        all.some((r) => r.attributes["audit.kind"] === "auth")
+        all.some((r) => r.attributes["audit.kind"] === "auth") &&
+        all.some((r) => r.attributes["audit.kind"] === "call")
       )
       const change = audit.filter((r) => r.attributes["audit.requestId"] === requestId)
       assert.lengthOf(change, 1, "one log record for the one row")
@@ -107,6 +116,11 @@ layer(Layer.mergeAll(TestLayer), suiteOptions)("audit rows as OTLP log records",
       assert.isDefined(refused)
       assert.strictEqual(refused!.attributes["audit.outcome"], "unauthenticated")
       assert.isString(refused!.attributes["audit.identity"])
+
+      const callRecord = audit.find((r) => r.attributes["audit.kind"] === "call")
+      assert.isDefined(callRecord, "the tools/call's row was exported")
+      assert.deepInclude(callRecord!.attributes, { "audit.identity": "anonymous", "audit.tool": "no_such_tool" })
+      assert.isString(callRecord!.attributes["audit.outcome"])
 
       const receiver = yield* Receiver.Receiver
       const exported = JSON.stringify(receiver.logs)
