@@ -4,9 +4,10 @@
  *
  * **Rules**
  *
- * - Only top-level fields are compared (as JSON); bookkeeping fields
- *   (`version`, `createdAt`, `updatedAt`) are left out: the versions are
- *   recorded on their own.
+ * - Only top-level fields are compared (as JSON), a field absent on one
+ *   side as null (a create lists the fields it set, not those left null);
+ *   bookkeeping fields (`version`, `createdAt`, `updatedAt`) are left out:
+ *   the versions are recorded on their own.
  * - Credentials never appear: a field whose name says it holds one (secret
  *   values, token values, hashes, prefixes, passwords, keys, client secrets,
  *   at any depth) is compared but written as `"changed"` when it changed,
@@ -49,8 +50,9 @@ export const diff = (before: unknown, after: unknown): Changes => {
   const out: Record<string, FieldChange> = {}
   for (const field of new Set([...Object.keys(a), ...Object.keys(b)])) {
     if (BOOKKEEPING.has(field)) continue
-    const old = a[field]
-    const next = b[field]
+    // absent on one side (a create or a delete) and null on the other is no change
+    const old = a[field] ?? null
+    const next = b[field] ?? null
     if (JSON.stringify(old) === JSON.stringify(next)) continue
     if (isSensitive(field)) {
       out[field] = "changed"

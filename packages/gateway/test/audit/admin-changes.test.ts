@@ -12,6 +12,7 @@ import { assert, layer } from "@effect/vitest"
 import { AdminTokens, AuditLog, type AuditRecord, EventLog } from "@janus/storage"
 import { Effect, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as Fs from "node:fs"
 import { AdmissionAudit } from "../../src/calls/AdmissionAudit.ts"
 import {
   call,
@@ -31,6 +32,33 @@ const adminRows = (filter: (r: AuditRecord) => boolean = () => true) =>
     const log = yield* AuditLog
     yield* log.flush
     return (yield* log.query({ kind: "admin", limit: 1_000 })).items.filter(filter)
+  })
+
+/** How many audit rows and broker events hold each of `secrets` (as text; bytea columns as hex and base64). */
+const leaks = (secrets: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    yield* (yield* AuditLog).flush
+    yield* (yield* EventLog).flush
+    const sql = yield* SqlClient.SqlClient
+    const found: Record<string, number> = {}
+    for (const secret of secrets) {
+      const hits = yield* sql<{ n: unknown }>`SELECT
+        (SELECT count(*) FROM audit_records WHERE position(${secret} in audit_records::text) > 0) +
+        (SELECT count(*) FROM broker_event WHERE position(${secret} in broker_event::text) > 0) AS n`
+      if (Number(hits[0]!.n) > 0) found[secret] = Number(hits[0]!.n)
+    }
+    return found
+  })
+
+/** The stored hash (hex and base64) and prefix of the token `id` in `table`: none may reach the trail. */
+const storedCredential = (table: "client_tokens" | "admin_tokens", id: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ hex: string; b64: string; prefix: string }>`SELECT
+      encode(token_hash, 'hex') AS hex, encode(token_hash, 'base64') AS b64, prefix
+      FROM ${sql(table)} WHERE id = ${id}`
+    assert.lengthOf(rows, 1, `${table} ${id} is stored`)
+    return [rows[0]!.hex, rows[0]!.b64, rows[0]!.prefix]
   })
 
 const one = (rows: ReadonlyArray<AuditRecord>, what: string) => {
@@ -191,5 +219,103 @@ layer(adminLayer(), suiteOptions)("admin changes are audited", (it) => {
       const hits = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM audit_records
         WHERE position(${bogus} in audit_records::text) > 0`
       assert.strictEqual(Number(hits[0]!.n), 0)
+    }))
+
+  it.effect("OpenAPI import, client-token update and delete, admin-token revoke: the rows, their diffs, no credential", () =>
+    Effect.gen(function*() {
+      const created = yield* (yield* AdminTokens).create({ name: "ops-dana" })
+      const api = client(Redacted.value(created.plaintext))
+      const actor = { identity: `admin:${created.token.id}`, callerName: "ops-dana", interface: "api" }
+
+      // OpenAPI import: one row per thing it created, after its transaction, through the API
+      const petstore = Fs.readFileSync(new URL("../fixtures/openapi/petstore.yaml", import.meta.url), "utf8")
+      const imported = expectStatus(
+        yield* api.post("/api/v1/openapi/import", {
+          source: { text: petstore },
+          connection: { name: "pets-import" },
+          options: { baseUrl: "https://pets.example.com/v1" }
+        }),
+        200
+      )
+      const importRows = yield* adminRows((r) => r.requestId === imported.headers["x-request-id"])
+      assert.deepStrictEqual(importRows.map((r) => `${r.action} ${r.resourceKind} ${r.resourceName}`).sort(), [
+        "create connection pets-import",
+        "create endpoint createPets",
+        "create endpoint listPets",
+        "create endpoint showPetById"
+      ])
+      for (const row of importRows) assert.deepInclude(row, { ...actor, versionBefore: null, versionAfter: 1 })
+      const connRow = importRows.find((r) => r.resourceKind === "connection")!
+      assert.strictEqual(connRow.resourceId, imported.body.connection.id)
+      assert.deepInclude(JSON.parse(connRow.changes!), { name: { old: null, new: "pets-import" } })
+
+      // client token: an update (through an apply: the API has no PATCH for tokens), then a delete
+      const ct = expectStatus(yield* api.post("/api/v1/client-tokens", { name: "audit-agent" }), 201)
+      const ctValue: string = ct.body.token
+      const ctStored = yield* storedCredential("client_tokens", ct.body.id)
+      const applied = expectStatus(
+        yield* api.post("/api/v1/config/apply", {
+          apiVersion: "janus/v1",
+          kind: "Configuration",
+          clientTokens: [{ name: "audit-agent", expiresAt: "2031-01-01T00:00:00Z" }]
+        }),
+        200
+      )
+      const updateRow = one(yield* adminRows((r) => r.requestId === applied.headers["x-request-id"]), "token update")
+      assert.deepInclude(updateRow, {
+        identity: actor.identity,
+        interface: "apply",
+        action: "update",
+        resourceKind: "client_token",
+        resourceId: ct.body.id,
+        resourceName: "audit-agent"
+      })
+      assert.deepStrictEqual(JSON.parse(updateRow.changes!), {
+        expiresAt: { old: null, new: "2031-01-01T00:00:00.000Z" }
+      })
+      const deleted = expectStatus(yield* api.del(`/api/v1/client-tokens/${ct.body.id}`), 204)
+      const deleteRow = one(yield* adminRows((r) => r.requestId === deleted.headers["x-request-id"]), "token delete")
+      assert.deepInclude(deleteRow, {
+        ...actor,
+        action: "delete",
+        resourceKind: "client_token",
+        resourceId: ct.body.id,
+        resourceName: "audit-agent"
+      })
+      const deleteChanges = JSON.parse(deleteRow.changes!)
+      assert.deepStrictEqual(deleteChanges.name, { old: "audit-agent", new: null })
+      assert.deepStrictEqual(deleteChanges.expiresAt, { old: "2031-01-01T00:00:00.000Z", new: null })
+      for (const [field, change] of Object.entries(deleteChanges)) {
+        if (/hash|prefix|token|value/i.test(field)) assert.strictEqual(change, "changed", field)
+      }
+      // a field absent on one side and null on the other did not change: it is not listed
+      for (const row of [...importRows, deleteRow]) {
+        for (const [field, change] of Object.entries(JSON.parse(row.changes!))) {
+          assert.notDeepEqual(change, { old: null, new: null }, `${row.resourceKind} ${row.action}: ${field}`)
+        }
+      }
+
+      // admin token: revoked through the API
+      const at = expectStatus(yield* api.post("/api/v1/admin-tokens", { name: "ops-erin" }), 201)
+      const atStored = yield* storedCredential("admin_tokens", at.body.id)
+      const revoked = expectStatus(yield* api.post(`/api/v1/admin-tokens/${at.body.id}/revoke`), 200)
+      const revokeRow = one(yield* adminRows((r) => r.requestId === revoked.headers["x-request-id"]), "admin revoke")
+      assert.deepInclude(revokeRow, {
+        ...actor,
+        action: "revoke",
+        resourceKind: "admin_token",
+        resourceId: at.body.id,
+        resourceName: "ops-erin"
+      })
+      const revokeChanges = JSON.parse(revokeRow.changes!)
+      assert.deepStrictEqual(Object.keys(revokeChanges), ["revokedAt"])
+      assert.isNull(revokeChanges.revokedAt.old)
+      assert.match(revokeChanges.revokedAt.new, /^\d{4}-\d\d-\d\dT/)
+
+      // no token value, hash or prefix anywhere in the audit table or the event log
+      assert.deepStrictEqual(
+        yield* leaks([ctValue, ...ctStored, at.body.token as string, ...atStored, Redacted.value(created.plaintext)]),
+        {}
+      )
     }))
 })
