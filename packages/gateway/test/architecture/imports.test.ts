@@ -10,6 +10,8 @@
  *   `Gateway.ts`, a chain of files and not a cycle.
  * - A package reaches another package only through its name or a subpath its package.json
  *   declares in `exports`: never `@janus/storage/src/...`, never a relative `../../storage/src/...`.
+ * - A package's `dependencies` name exactly the workspace packages its source imports, so the
+ *   package.json files tell the direction of dependencies the README's Layout draws.
  *
  * **Details**
  *
@@ -36,6 +38,7 @@ interface Unit {
   readonly root: string
   readonly packageName: string | undefined
   readonly exports: ReadonlySet<string>
+  readonly workspaceDependencies: ReadonlySet<string>
 }
 
 const readUnits = (): ReadonlyArray<Unit> => {
@@ -47,6 +50,7 @@ const readUnits = (): ReadonlyArray<Unit> => {
     const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {
       name?: string
       exports?: string | Record<string, string>
+      dependencies?: Record<string, string>
     }
     const exported = typeof manifest.exports === "string"
       ? ["."]
@@ -55,7 +59,12 @@ const readUnits = (): ReadonlyArray<Unit> => {
       name: path.relative(repoRoot, root),
       root,
       packageName: manifest.name,
-      exports: new Set(exported)
+      exports: new Set(exported),
+      workspaceDependencies: new Set(
+        Object.entries(manifest.dependencies ?? {}).flatMap(([name, range]) =>
+          range.startsWith("workspace:") ? [name] : []
+        )
+      )
     }
   })
 }
@@ -110,12 +119,15 @@ export const scan = (): {
   readonly edges: ReadonlyArray<Edge>
   readonly internals: ReadonlyArray<InternalImport>
   readonly filesRead: number
+  readonly workspaceImports: ReadonlyMap<Unit, ReadonlySet<string>>
+  readonly units: ReadonlyArray<Unit>
 } => {
   const units = readUnits()
   const byPackageName = new Map(units.flatMap((unit) => unit.packageName ? [[unit.packageName, unit] as const] : []))
   const edges: Array<Edge> = []
   const internals: Array<InternalImport> = []
   let filesRead = 0
+  const workspaceImports = new Map<Unit, Set<string>>(units.map((unit) => [unit, new Set()]))
   for (const unit of units) {
     for (const file of unitSources(unit)) {
       filesRead++
@@ -143,6 +155,7 @@ export const scan = (): {
         const match = /^(@[^/]+\/[^/]+|[^@/][^/]*)(\/.*)?$/.exec(specifier)
         const targetUnit = match && byPackageName.get(match[1]!)
         if (!match || !targetUnit || targetUnit === unit) continue
+        workspaceImports.get(unit)!.add(match[1]!)
         const subpath = "." + (match[2] ?? "")
         if (!targetUnit.exports.has(subpath)) {
           internals.push({
@@ -154,7 +167,7 @@ export const scan = (): {
       }
     }
   }
-  return { edges, internals, filesRead }
+  return { edges, internals, filesRead, workspaceImports, units }
 }
 
 /**
@@ -238,7 +251,7 @@ export const describeCycle = (edges: ReadonlyArray<Edge>, component: ReadonlyArr
 }
 
 describe("import layout", () => {
-  const { edges, filesRead, internals } = scan()
+  const { edges, filesRead, internals, units, workspaceImports } = scan()
 
   it("reads the source of every package", () => {
     // A glob gone wrong would pass every rule below on an empty tree.
@@ -253,6 +266,12 @@ describe("import layout", () => {
 
   it("a package imports another only by its name or a subpath its package.json exports", () => {
     expect(internals.map((found) => `${found.file} imports "${found.specifier}": ${found.reason}`)).toEqual([])
+  })
+
+  it("a package's dependencies name exactly the workspace packages its source imports", () => {
+    const declared = units.map((unit) => [unit.name, [...unit.workspaceDependencies].sort()])
+    const imported = units.map((unit) => [unit.name, [...workspaceImports.get(unit)!].sort()])
+    expect(declared).toEqual(imported)
   })
 })
 
