@@ -3,7 +3,7 @@
  * manifests of base and of each overlay (so an overlay patch that breaks one
  * fails here), and checked against the gateway's own code where they meet
  * it: the variables it reads (`VARIABLES`, parsed with its own parsers), its
- * probe routes (http/Health.ts), and its drain timeout.
+ * probe routes (probes/Health.ts), and its drain timeout.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Result } from "effect"
@@ -235,8 +235,8 @@ describe.each(targets)("invariants of %s", (target) => {
 })
 
 describe("the gateway's code", () => {
-  it("serves the probe paths the manifests use (packages/gateway/src/http/Health.ts)", () => {
-    const health = Fs.readFileSync(Path.join(REPO_DIR, "packages/gateway/src/http/Health.ts"), "utf8")
+  it("serves the probe paths the manifests use (packages/gateway/src/probes/Health.ts)", () => {
+    const health = Fs.readFileSync(Path.join(REPO_DIR, "packages/gateway/src/probes/Health.ts"), "utf8")
     for (const path of ["/healthz", "/readyz"]) {
       assert.match(health, new RegExp(`router\\.add\\(\\s*"GET",\\s*"${path}"`), `no GET ${path} route`)
     }

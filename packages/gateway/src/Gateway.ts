@@ -20,10 +20,11 @@ import * as AuditLogExport from "./audit/LogExport.ts"
 import * as AuditRetention from "./audit/Retention.ts"
 import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
-import { Admission, Hardening } from "./auth/index.ts"
+import { Admission } from "./auth/index.ts"
 import { AdmissionAudit } from "./calls/AdmissionAudit.ts"
 import * as CallAudit from "./calls/CallAudit.ts"
 import * as CallGuard from "./calls/CallGuard.ts"
+import * as Instrument from "./calls/Instrument.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
 import { ConfigFile } from "./configuration/ConfigFile.ts"
 import { ConfigurationApplier } from "./configuration/index.ts"
@@ -33,7 +34,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, HeldCalls, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import * as StdioAllowList from "./federation/StdioAllowList.ts"
-import { HealthRoutes } from "./http/Health.ts"
+import * as Hardening from "./http/Hardening.ts"
 import * as HostCheck from "./http/HostCheck.ts"
 import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
@@ -41,8 +42,9 @@ import * as Cancellations from "./mcp/Cancellations.ts"
 import { Features } from "./mcp/Features.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
-import { Drain, HttpObservability, Instrument, Otlp, Prometheus } from "./observability/index.ts"
+import { Drain, HttpObservability, Otlp, Prometheus } from "./observability/index.ts"
 import { OpenApiImporter } from "./openapi/index.ts"
+import { HealthRoutes } from "./probes/Health.ts"
 import { Redactor } from "./redaction/index.ts"
 import * as Security from "./Security.ts"
 import * as SqlSessionStore from "./sessions/index.ts"
@@ -218,7 +220,7 @@ export const services: Layer.Layer<
 /** The Node HTTP server on JANUS_HOST:JANUS_PORT. */
 export const ServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
-  // Node's own limits on header size, slow headers and slow requests (see auth/Hardening.ts);
+  // Node's own limits on header size, slow headers and slow requests (see http/Hardening.ts);
   // requests accepted before the router is installed get 503 rather than no answer (http/Startup.ts)
   return NodeHttpServer.layer(() => Startup.answerUntilServed(Hardening.createServer()), {
     host: config.JANUS_HOST,

@@ -24,8 +24,8 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Admission } from "./auth/index.ts"
 import { JanusConfig } from "./config/JanusConfig.ts"
-import * as OAuthVariables from "./config/OAuthVariables.ts"
 import { makeProtectedResourceMetadataRoutes, OAuthConfig, OAuthLayer } from "./oauth/index.ts"
+import * as OAuthVariables from "./oauth/Variables.ts"
 import { Redactor } from "./redaction/index.ts"
 
 /** The OAuth services when enabled; nothing otherwise (admission and the admin API then accept tokens only). */

@@ -4,7 +4,7 @@
  * (`OTEL_EXPORTER_OTLP_ENDPOINT`), and the per-step breakdown of the
  * `POST /mcp` traces it received.
  *
- * The steps are the span tree `observability/Instrument.ts` documents:
+ * The steps are the span tree `calls/Instrument.ts` documents:
  * `janus.admit` (per-IP limiter, authentication, per-identity limiter),
  * `tools/call {tool}` (authorize, permit, catalog call) with
  * `janus.config_cache.snapshot`, `janus.secret_cache.reveal` and

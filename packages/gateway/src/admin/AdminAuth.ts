@@ -34,6 +34,7 @@
 import { AdminTokens } from "@janus/storage"
 import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import type { AdminPrincipal } from "../auth/AdminPrincipal.ts"
 import { Admission } from "../auth/Admission.ts"
 import * as Origin from "../mcp/Origin.ts"
 import {
@@ -48,18 +49,6 @@ import {
   wwwAuthenticate
 } from "../oauth/index.ts"
 import * as Problem from "./Problem.ts"
-
-/** The authenticated caller of an admin request. */
-export type AdminPrincipal =
-  | { readonly kind: "admin_token"; readonly tokenId: string; readonly name: string }
-  | {
-    readonly kind: "oauth"
-    readonly subject: string
-    readonly issuer: string
-    readonly clientId: string | undefined
-    /** When the access token stops being accepted (epoch ms): an event stream it opened ends then. */
-    readonly expiresAt: number
-  }
 
 /** The caller of the current admin request (provided to every admin handler). */
 export class AdminIdentity extends Context.Service<AdminIdentity, AdminPrincipal>()(

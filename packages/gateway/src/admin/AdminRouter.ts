@@ -30,11 +30,12 @@ import { Cause, Context, Effect, Layer, Option } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import * as Actor from "../audit/Actor.ts"
+import type { AdminPrincipal } from "../auth/AdminPrincipal.ts"
 import { Admission } from "../auth/Admission.ts"
 import { AdmissionAudit } from "../calls/AdmissionAudit.ts"
 import { admissionRequest } from "../mcp/Guard.ts"
 import { CurrentRequestId } from "../observability/HttpObservability.ts"
-import { AdminAuth, AdminIdentity, type AdminPrincipal } from "./AdminAuth.ts"
+import { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
 import * as Problem from "./Problem.ts"
 
 /** The mount point of the admin API. */

@@ -61,7 +61,7 @@ import { AdminTokenRoutes, ClientTokenRoutes } from "./Tokens.ts"
 import { UpstreamRoutes } from "./Upstreams.ts"
 import { VirtualServerRoutes } from "./VirtualServers.ts"
 
-export { AdminAuth, AdminIdentity, type AdminPrincipal } from "./AdminAuth.ts"
+export { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
 export { AdminRouter, PREFIX } from "./AdminRouter.ts"
 export { MAX_BODY_BYTES } from "./JsonBody.ts"
 export { DEFAULT_LIMIT, MAX_LIMIT } from "./Pagination.ts"

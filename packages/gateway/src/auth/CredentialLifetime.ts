@@ -24,8 +24,8 @@
  */
 import { AdminTokens, ChangeFeed, ClientTokens, type StorageError } from "@janus/storage"
 import { Clock, Context, Deferred, Duration, Effect, Layer } from "effect"
-import type { AdminPrincipal } from "../admin/AdminAuth.ts"
 import type { Caller } from "../mcp/Caller.ts"
+import type { AdminPrincipal } from "./AdminPrincipal.ts"
 
 /** What a stream's lifetime depends on. */
 export type Credential =

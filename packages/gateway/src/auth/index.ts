@@ -26,7 +26,6 @@ export { Admission, AdmissionConfigError, type AdmissionOptions } from "./Admiss
 export * as Authenticate from "./Authenticate.ts"
 export * as ClientIp from "./ClientIp.ts"
 export { CredentialLifetime } from "./CredentialLifetime.ts"
-export * as Hardening from "./Hardening.ts"
 export * as AuthHeaders from "./Headers.ts"
 export * as Limits from "./Limits.ts"
 export * as ToolScope from "./ToolScope.ts"

@@ -136,7 +136,7 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
             }
             if (Exit.isFailure(exit)) record.bucket = bucketOf(exit.cause)
             else if (record.bytesOut === 0) record.bytesOut = sizeOf(exit.value)
-            // the calls metric (by outcome, tool and connection) is observability/Instrument's
+            // the calls metric (by outcome, tool and connection) is calls/Instrument.ts
             return audit.record(record, outcome)
           })
         ) as Effect.Effect<A, E | ToolCallRefused, R>

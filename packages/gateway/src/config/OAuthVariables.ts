@@ -1,6 +1,7 @@
 /**
- * The `OAUTH_*` variables as the OAuth module's options, and the mistakes in
- * them that only show when several are read together.
+ * The mistakes in the `OAUTH_*` variables that only show when several are
+ * read together (`oauth/Variables.ts` turns them into the OAuth module's
+ * options).
  *
  * **Rules**
  *
@@ -17,10 +18,9 @@
  * @since 0.1.0
  */
 import { Option } from "effect"
-import { normalizeIssuer } from "../oauth/Issuers.ts"
-import { isLoopbackHost, type OAuthOptions } from "../oauth/OAuthOptions.ts"
 import type { JanusSettings } from "./JanusConfig.ts"
 import { PerIssuer } from "./Settings.ts"
+import { isLoopbackHost, normalizeIssuer } from "./Urls.ts"
 
 /** One mistake, in the shape of `JanusConfig`'s `InvalidVariable`. */
 export interface Problem {
@@ -102,26 +102,4 @@ export const problems = (settings: Partial<Record<keyof JanusSettings, unknown>>
     for (const [issuer] of value.byIssuer) if (!known.has(normalizeIssuer(issuer))) unknown(name, issuer)
   }
   return found
-}
-
-/** The OAuth module's options from the `OAUTH_*` variables (valid per `problems`; OAuth enabled). */
-export const options = (config: JanusSettings): OAuthOptions => {
-  const httpAllowed = new Set(config.OAUTH_HTTP_ISSUERS.map(normalizeIssuer))
-  return {
-    resource: Option.getOrElse(config.OAUTH_RESOURCE, () => ""),
-    toolScopes: config.OAUTH_TOOL_SCOPES,
-    adminScopes: config.OAUTH_ADMIN_SCOPES,
-    mcpAudienceOnVirtualServers: config.OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS,
-    authorizationServers: config.OAUTH_ISSUERS.map((issuer) => ({
-      issuer,
-      jwksUri: config.OAUTH_JWKS_URL.for(issuer),
-      audiences: config.OAUTH_AUDIENCES.for(issuer),
-      scopeClaims: config.OAUTH_SCOPE_CLAIMS.for(issuer),
-      scopePrefix: config.OAUTH_SCOPE_PREFIX.for(issuer),
-      tenants: config.OAUTH_TENANTS.for(issuer),
-      allowInsecureHttp: httpAllowed.has(normalizeIssuer(issuer)),
-      clockSkew: config.OAUTH_CLOCK_TOLERANCE.for(issuer),
-      jwksRefreshInterval: config.OAUTH_JWKS_REFRESH.for(issuer)
-    }))
-  }
 }

@@ -34,7 +34,7 @@
 import { Deferred, Duration, Effect, Layer } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
-import * as Hardening from "../auth/Hardening.ts"
+import * as Hardening from "../http/Hardening.ts"
 import { endWhen } from "../http/StreamEnd.ts"
 import type { Caller } from "./Caller.ts"
 import * as Cors from "./Cors.ts"

@@ -21,9 +21,8 @@
  */
 import { Duration, Effect, Schema } from "effect"
 import type { HttpClient } from "effect/http"
+import { isLoopbackHost, normalizeIssuer } from "../config/Urls.ts"
 import { fetchJson } from "./internal/fetchJson.ts"
-import { normalizeIssuer } from "./Issuers.ts"
-import { isLoopbackHost } from "./OAuthOptions.ts"
 
 /** The fields of RFC 8414 / OpenID Discovery metadata the resource server reads. */
 export const AuthorizationServerMetadata = Schema.Struct({

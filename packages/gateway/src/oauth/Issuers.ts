@@ -4,7 +4,7 @@
  * **Rules**
  *
  * - Issuers are compared after removing one trailing slash on both sides
- *   (`normalizeIssuer`): Auth0 issues `https://tenant.auth0.com/` and
+ *   (`normalizeIssuer`, config/Urls.ts): Auth0 issues `https://tenant.auth0.com/` and
  *   operators write it either way; nothing else is normalised, so an issuer
  *   must otherwise match to the character (RFC 9068 §4).
  * - A multi-tenant issuer is a template whose one placeholder stands for a
@@ -20,9 +20,7 @@
  *
  * @since 0.1.0
  */
-
-/** The issuer without one trailing slash: the form issuers are compared in. */
-export const normalizeIssuer = (issuer: string): string => issuer.endsWith("/") ? issuer.slice(0, -1) : issuer
+import { normalizeIssuer } from "../config/Urls.ts"
 
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g
 

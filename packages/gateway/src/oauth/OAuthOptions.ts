@@ -35,6 +35,7 @@
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { normalizeIssuer } from "../config/Urls.ts"
 import {
   canonicalResource,
   checkAlgorithms,
@@ -45,13 +46,12 @@ import {
   SCOPE_TOKEN,
   type SigningAlgorithm
 } from "./internal/checks.ts"
-import { advertisedIssuer, type IssuerTemplate, matcher, normalizeIssuer, parseTemplate } from "./Issuers.ts"
+import { advertisedIssuer, type IssuerTemplate, matcher, parseTemplate } from "./Issuers.ts"
 import { advertise, DEFAULT_SCOPE_CLAIMS } from "./Scopes.ts"
 
 export {
   canonicalResource,
   DEFAULT_ALGORITHMS,
-  isLoopbackHost,
   sameResource,
   type SigningAlgorithm,
   SUPPORTED_ALGORITHMS

@@ -33,6 +33,7 @@ import { JwksCache } from "./JwksCache.ts"
 import { JwtVerifier } from "./JwtVerifier.ts"
 import { OAuthConfig, type OAuthConfigError, type OAuthOptions } from "./OAuthOptions.ts"
 
+export { isLoopbackHost, normalizeIssuer } from "../config/Urls.ts"
 export {
   AuthorizationServerMetadata,
   discover,
@@ -52,7 +53,7 @@ export {
 } from "./Challenge.ts"
 export { diagnose, type IssuerDiagnosis } from "./Diagnostics.ts"
 export { NOT_FORWARDED_HEADERS, withoutClientCredentials } from "./DownstreamHeaders.ts"
-export { advertisedIssuer, type IssuerTemplate, normalizeIssuer, parseTemplate } from "./Issuers.ts"
+export { advertisedIssuer, type IssuerTemplate, parseTemplate } from "./Issuers.ts"
 export {
   type FetchedKeySet,
   fetchKeySet,
@@ -78,7 +79,6 @@ export {
   DEFAULT_ADMIN_SCOPES,
   DEFAULT_ALGORITHMS,
   DEFAULT_TOOL_SCOPES,
-  isLoopbackHost,
   OAuthConfig,
   OAuthConfigError,
   type OAuthOptions,

@@ -7,7 +7,6 @@
 export * as Drain from "./Drain.ts"
 export * as Exemplars from "./Exemplars.ts"
 export * as HttpObservability from "./HttpObservability.ts"
-export * as Instrument from "./Instrument.ts"
 export * as Logging from "./Logging.ts"
 export * as Metrics from "./Metrics.ts"
 export * as Otlp from "./Otlp.ts"

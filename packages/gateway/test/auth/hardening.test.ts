@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Net from "node:net"
-import { Hardening } from "../../src/auth/index.ts"
+import * as Hardening from "../../src/http/Hardening.ts"
 
 const nested = (depth: number, inner = "1") => "[".repeat(depth) + inner + "]".repeat(depth)
 

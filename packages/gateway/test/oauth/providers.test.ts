@@ -14,8 +14,8 @@ import * as Fs from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { load } from "../../src/config/JanusConfig.ts"
-import * as OAuthVariables from "../../src/config/OAuthVariables.ts"
 import { JwtVerifier, OAuthConfig, OAuthLayer, type TokenRequirement } from "../../src/oauth/index.ts"
+import * as OAuthVariables from "../../src/oauth/Variables.ts"
 import { rsa, sign } from "./support.ts"
 
 const README = Fs.readFileSync(new URL("../../../../README.md", import.meta.url), "utf8")

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Duration } from "effect"
+import { isLoopbackHost } from "../../config/Urls.ts"
 
 /** Every JWS algorithm the resource server can accept; all asymmetric. */
 export const SUPPORTED_ALGORITHMS = [
@@ -30,11 +31,6 @@ export const DEFAULT_ALGORITHMS: ReadonlyArray<SigningAlgorithm> = SUPPORTED_ALG
 
 /** A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash. */
 export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
-
-/** True for `localhost`, `127.0.0.0/8` and `::1`. */
-export const isLoopbackHost = (hostname: string): boolean =>
-  hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" ||
-  /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
 
 /**
  * The canonical form of a resource identifier or audience (RFC 8707 §2, RFC

@@ -41,11 +41,11 @@
 import { CacheSettings, ConfigCache, EventLogObserver, type SecretCache } from "@janus/storage"
 import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { CircuitBreaker } from "effect/persistence"
-import { CurrentCall } from "../calls/CallRecord.ts"
 import type { DownstreamClient } from "../egress/index.ts"
 import { type AdmissionRefused, McpGuard } from "../mcp/Guard.ts"
-import * as Metrics from "./Metrics.ts"
-import { TransportSpan } from "./TraceContext.ts"
+import * as Metrics from "../observability/Metrics.ts"
+import { TransportSpan } from "../observability/TraceContext.ts"
+import { CurrentCall } from "./CallRecord.ts"
 
 /** Span names, for tests and dashboards. */
 export const SpanNames = {
