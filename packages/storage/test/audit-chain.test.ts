@@ -8,13 +8,13 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Logger } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-import { AuditChain, type AuditInput, AuditLog, type AuditLogOptions } from "../src/index.ts"
+import { AuditChain, type AuditInput, AuditLog, type AuditLogOptions, MasterKey } from "../src/index.ts"
 import { requirePostgres } from "../src/testing.ts"
 import { backends, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
-type Services = SqlClient.SqlClient | AuditLog
+type Services = SqlClient.SqlClient | AuditLog | MasterKey
 
 const freshLog = (options: AuditLogOptions) =>
   Effect.map(
