@@ -62,8 +62,8 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
-import { type AuditPage, type AuditQuery, makeQuery } from "./AuditRead.ts"
 import * as AuditHeads from "./AuditHeads.ts"
+import { type AuditPage, type AuditQuery, makeQuery } from "./AuditRead.ts"
 import { type AuditInput, type ChainedRow, hashOf, type InsertRow, toInsertRow } from "./AuditRows.ts"
 import type { InvalidInput } from "./Errors.ts"
 import { StorageError } from "./Errors.ts"
@@ -127,7 +127,9 @@ export class AuditLog extends Context.Service<AuditLog, {
   readonly query: (query: AuditQuery) => Effect.Effect<AuditPage, InvalidInput | StorageError>
 }>()("@janus/storage/AuditLog") {
   /** The audit log with the given limits. */
-  static readonly layerWith = (options: AuditLogOptions = {}): Layer.Layer<AuditLog, never, SqlClient.SqlClient | MasterKey> =>
+  static readonly layerWith = (
+    options: AuditLogOptions = {}
+  ): Layer.Layer<AuditLog, never, SqlClient.SqlClient | MasterKey> =>
     Layer.effect(AuditLog, Effect.suspend(() => make(options)))
 
   /** The audit log with `AuditLogSettings` (default: 1 s, 500 per batch, 100,000 buffered, `sync`). */

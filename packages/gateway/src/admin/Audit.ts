@@ -24,7 +24,15 @@
  *
  * @since 0.1.0
  */
-import { AUDIT_MAX_PAGE, AuditChain, AuditKind, AuditLog, AuditOutcome, type AuditRecord, MasterKey } from "@janus/storage"
+import {
+  AUDIT_MAX_PAGE,
+  AuditChain,
+  AuditKind,
+  AuditLog,
+  AuditOutcome,
+  type AuditRecord,
+  MasterKey
+} from "@janus/storage"
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"

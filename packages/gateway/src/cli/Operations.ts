@@ -463,7 +463,9 @@ const keyRotate = Command.make("rotate", { json }, (input) =>
   }))).pipe(Command.withDescription("Re-encrypt every secret under a new master key"))
 
 /** What rotation did to the audit chains' signed heads (a forged head is not re-signed: it keeps failing verify). */
-const headsReport = (heads: { readonly resigned: number; readonly unsigned: number; readonly forged: ReadonlyArray<string> }) =>
+const headsReport = (
+  heads: { readonly resigned: number; readonly unsigned: number; readonly forged: ReadonlyArray<string> }
+) =>
   Effect.gen(function*() {
     yield* Console.log(
       `Audit chain heads re-signed under the new key: ${heads.resigned}` +
