@@ -31,7 +31,8 @@
  *   whose MAC was removed (it reads as unsigned, like a pre-0011 head); both
  *   need an external anchor (e.g. heads exported elsewhere) to be seen.
  * - `since`: only records at or after that instant are checked; the first of
- *   them is taken as the start (its `prev_hash` is trusted).
+ *   them is taken as the start (its `prev_hash` is trusted). Heads' MACs
+ *   are checked whatever `since` (a head is current state, not history).
  * - Records written before the chain existed (no `chain`) are not checked
  *   and are counted apart (`unchained`).
  * - `prune` (AUDIT_RETENTION, default 90 days) deletes, per chain, whole
