@@ -28,7 +28,8 @@
  * - A fiber flushes the buffer every `flushInterval` (1 second), at once when
  *   `batchSize` (500) records are waiting, and once more when the scope
  *   closes. A flush writes batches of at most `batchSize` records, each with
- *   ONE multi-row INSERT (one statement, its own transaction).
+ *   ONE multi-row INSERT in its own transaction (with the head: read `FOR
+ *   UPDATE`, then moved and signed).
  * - A batch that fails because the database failed goes back to the front
  *   of the buffer, in order, and the fiber retries with exponential backoff
  *   (200 ms doubling up to `maxBackoff`, 30 s): an outage loses nothing as
@@ -181,6 +182,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   let group: Group | undefined
   // where this writer's chain stands (only the flush, under `writing`, moves it)
   let position: Position = { seq: 0, hash: "" }
+  let warnedForged = false
 
   const drops = DropReport.make({
     metric: dropped,
@@ -248,6 +250,13 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       const head = { chain, firstSeq, firstPrevHash, lastSeq: to.seq, lastHash: to.hash }
       // a forged head keeps its (now stale) MAC and an unsigned one stays unsigned: a write never launders them
       const signed = state === "signed" ? yield* AuditHeads.sign(keys, head) : undefined
+      if (state === "forged" && !warnedForged) {
+        warnedForged = true
+        yield* Effect.logWarning(
+          `audit log: the head of chain ${chain} is not signed by this deployment's key (its records or head were ` +
+            "rewritten in the database); records are still written, the head is not re-signed"
+        )
+      }
       yield* sql`INSERT INTO audit_chains (chain, first_seq, first_prev_hash, last_seq, last_hash, head_mac,
           head_key_id)
         VALUES (${chain}, ${firstSeq}, ${firstPrevHash}, ${to.seq}, ${to.hash}, ${signed?.mac ?? null},
