@@ -15,8 +15,24 @@
  *   two records whose seq or place were swapped). The chain must end at the
  *   head's last seq and hash (`truncated` otherwise). The first problem of
  *   each chain is reported; a chain is not read past it.
+ * - Signed heads (`AuditHeads`): every head move (the writer's batch,
+ *   `prune` moving the retained start, master key rotation) stores an
+ *   HMAC-SHA256 of the head under a key derived from the master key, in the
+ *   same transaction. The hashes alone are keyless: whoever can write to the
+ *   database can edit a record, recompute every later hash and the head, and
+ *   the chain checks. The master key never is in the database, so such a
+ *   rewrite leaves a head whose MAC does not match: `forged` ("the head of
+ *   chain X is not signed by this deployment's key"), checked first, and the
+ *   chain's records are not read (their hashes prove nothing then). A head
+ *   without a MAC (written before migration 0011) is not a failure: its
+ *   chain is checked by its hashes only and named in `unsigned`.
+ * - Limits: a rolled-back head (an older signed head put back together with
+ *   deleting the records written after it) verifies, and so does a head
+ *   whose MAC was removed (it reads as unsigned, like a pre-0011 head); both
+ *   need an external anchor (e.g. heads exported elsewhere) to be seen.
  * - `since`: only records at or after that instant are checked; the first of
- *   them is taken as the start (its `prev_hash` is trusted).
+ *   them is taken as the start (its `prev_hash` is trusted). Heads' MACs
+ *   are checked whatever `since` (a head is current state, not history).
  * - Records written before the chain existed (no `chain`) are not checked
  *   and are counted apart (`unchained`).
  * - `prune` (AUDIT_RETENTION, default 90 days) deletes, per chain, whole
@@ -30,9 +46,11 @@
  */
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { fieldsOf, HEAD_COLUMNS, type HeadRow, sign, stateOf } from "./AuditHeads.ts"
 import { COLUMNS, hashOf, type SelectRow, storedRow } from "./AuditRows.ts"
 import type { StorageError } from "./Errors.ts"
 import { storageError, toNumber } from "./internal/sql.ts"
+import { MasterKey } from "./MasterKey.ts"
 
 /** Seqs per retention segment. */
 export const SEGMENT = 10_000
@@ -41,7 +59,7 @@ const PAGE = 2_000
 /** The first problem found in a chain. */
 export interface ChainProblem {
   readonly chain: string
-  readonly kind: "missing" | "broken" | "altered" | "truncated" | "headless"
+  readonly kind: "missing" | "broken" | "altered" | "truncated" | "headless" | "forged"
   /** The record at fault (null when it is missing). */
   readonly recordId: number | null
   readonly seq: number
@@ -52,30 +70,39 @@ export interface VerifyReport {
   readonly chains: number
   readonly records: number
   readonly unchained: number
+  /** Chains whose head carries no MAC (written before migration 0011): checked by their hashes only. */
+  readonly unsigned: ReadonlyArray<string>
   readonly problems: ReadonlyArray<ChainProblem>
-}
-
-interface Head {
-  readonly chain: string
-  readonly first_seq: unknown
-  readonly first_prev_hash: string
-  readonly last_seq: unknown
-  readonly last_hash: string
 }
 
 /** Checks every chain (see the rules). */
 export const verify = (options: { readonly since?: Date | undefined } = {}): Effect.Effect<
   VerifyReport,
   StorageError,
-  SqlClient.SqlClient
+  SqlClient.SqlClient | MasterKey
 > =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const heads = yield* sql<Head>`SELECT chain, first_seq, first_prev_hash, last_seq, last_hash
-      FROM audit_chains ORDER BY chain`
+    const keys = yield* MasterKey
+    const heads = yield* sql<HeadRow>`SELECT ${sql.literal(HEAD_COLUMNS)} FROM audit_chains ORDER BY chain`
     const problems: Array<ChainProblem> = []
+    const unsigned: Array<string> = []
     let records = 0
     for (const head of heads) {
+      const state = yield* stateOf(keys, head)
+      if (state === "forged") {
+        // the hashes below could have been recomputed by whoever rewrote the head: they prove nothing now
+        problems.push({
+          chain: head.chain,
+          kind: "forged",
+          recordId: null,
+          seq: toNumber(head.last_seq),
+          message: `the head of chain ${head.chain} is not signed by this deployment's key: its records or head ` +
+            `were rewritten`
+        })
+        continue
+      }
+      if (state === "unsigned") unsigned.push(head.chain)
       const lastSeq = toNumber(head.last_seq)
       let expected = toNumber(head.first_seq)
       let prev = head.first_prev_hash
@@ -163,7 +190,7 @@ export const verify = (options: { readonly since?: Date | undefined } = {}): Eff
       })
     }
     const unchained = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM audit_records WHERE chain IS NULL`
-    return { chains: heads.length, records, unchained: toNumber(unchained[0]?.n ?? 0), problems }
+    return { chains: heads.length, records, unchained: toNumber(unchained[0]?.n ?? 0), unsigned, problems }
   }).pipe(storageError("auditChain.verify"))
 
 /** What `prune` removed. */
@@ -172,10 +199,11 @@ export interface PruneReport {
 }
 
 /** Deletes whole segments older than `cutoff` (see the rules). */
-export const prune = (cutoff: Date): Effect.Effect<PruneReport, StorageError, SqlClient.SqlClient> =>
+export const prune = (cutoff: Date): Effect.Effect<PruneReport, StorageError, SqlClient.SqlClient | MasterKey> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const heads = yield* sql<Head>`SELECT chain, first_seq, first_prev_hash, last_seq, last_hash FROM audit_chains`
+    const keys = yield* MasterKey
+    const heads = yield* sql<HeadRow>`SELECT ${sql.literal(HEAD_COLUMNS)} FROM audit_chains`
     let deleted = 0
     for (const head of heads) {
       // the first record still inside retention bounds what may go: segments strictly before it
@@ -191,8 +219,19 @@ export const prune = (cutoff: Date): Effect.Effect<PruneReport, StorageError, Sq
           WHERE chain = ${head.chain} AND seq = ${end}`
         const removed = yield* sql<{ id: unknown }>`DELETE FROM audit_records
           WHERE chain = ${head.chain} AND seq <= ${end} RETURNING id`
-        yield* sql`UPDATE audit_chains SET first_seq = ${end + 1},
-          first_prev_hash = ${boundary[0]?.hash ?? head.first_prev_hash} WHERE chain = ${head.chain}`
+        // the head as it is now (a writer may have moved it since it was read), locked until commit
+        const now = yield* sql<HeadRow>`SELECT ${sql.literal(HEAD_COLUMNS)} FROM audit_chains
+          WHERE chain = ${head.chain} FOR UPDATE`
+        const moved = {
+          ...fieldsOf(now[0] ?? head),
+          firstSeq: end + 1,
+          firstPrevHash: boundary[0]?.hash ?? head.first_prev_hash
+        }
+        // only a head that verifies is re-signed: a forged one stays forged, an unsigned one unsigned
+        const signed = (yield* stateOf(keys, now[0] ?? head)) === "signed" ? yield* sign(keys, moved) : undefined
+        yield* sql`UPDATE audit_chains SET first_seq = ${moved.firstSeq}, first_prev_hash = ${moved.firstPrevHash},
+          head_mac = COALESCE(${signed?.mac ?? null}, head_mac), head_key_id = COALESCE(${signed?.keyId ?? null},
+          head_key_id) WHERE chain = ${head.chain}`
         return removed.length
       }))
       deleted += n

@@ -23,11 +23,13 @@
  *   wait on a shared lock: the writer numbers its records (`seq` from 1) and
  *   hashes each over the previous one's hash (`AuditRows.hashOf`) when it
  *   writes the batch, and moves the chain's head (`audit_chains`: last seq
- *   and hash) in the same transaction. `AuditChain.verify` checks it.
+ *   and hash) in the same transaction, signing it with a MAC from the master
+ *   key (`AuditHeads`). `AuditChain.verify` checks both.
  * - A fiber flushes the buffer every `flushInterval` (1 second), at once when
  *   `batchSize` (500) records are waiting, and once more when the scope
  *   closes. A flush writes batches of at most `batchSize` records, each with
- *   ONE multi-row INSERT (one statement, its own transaction).
+ *   ONE multi-row INSERT in its own transaction (with the head: read `FOR
+ *   UPDATE`, then moved and signed).
  * - A batch that fails because the database failed goes back to the front
  *   of the buffer, in order, and the fiber retries with exponential backoff
  *   (200 ms doubling up to `maxBackoff`, 30 s): an outage loses nothing as
@@ -61,6 +63,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
+import * as AuditHeads from "./AuditHeads.ts"
 import { type AuditPage, type AuditQuery, makeQuery } from "./AuditRead.ts"
 import { type AuditInput, type ChainedRow, hashOf, type InsertRow, toInsertRow } from "./AuditRows.ts"
 import type { InvalidInput } from "./Errors.ts"
@@ -69,6 +72,7 @@ import * as DropReport from "./internal/DropReport.ts"
 import { describeRefusals, isolate, isRefusal } from "./internal/Refusals.ts"
 import { Ring } from "./internal/Ring.ts"
 import { storageError } from "./internal/sql.ts"
+import { MasterKey } from "./MasterKey.ts"
 
 /** Records dropped because the buffer was full, Postgres refused them, or the final flush failed. */
 export const dropped = Metric.counter("janus.audit.dropped", {
@@ -124,11 +128,13 @@ export class AuditLog extends Context.Service<AuditLog, {
   readonly query: (query: AuditQuery) => Effect.Effect<AuditPage, InvalidInput | StorageError>
 }>()("@janus/storage/AuditLog") {
   /** The audit log with the given limits. */
-  static readonly layerWith = (options: AuditLogOptions = {}): Layer.Layer<AuditLog, never, SqlClient.SqlClient> =>
+  static readonly layerWith = (
+    options: AuditLogOptions = {}
+  ): Layer.Layer<AuditLog, never, SqlClient.SqlClient | MasterKey> =>
     Layer.effect(AuditLog, Effect.suspend(() => make(options)))
 
   /** The audit log with `AuditLogSettings` (default: 1 s, 500 per batch, 100,000 buffered, `sync`). */
-  static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient> = Layer.unwrap(
+  static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient | MasterKey> = Layer.unwrap(
     Effect.map(Effect.service(AuditLogSettings), (options) => AuditLog.layerWith(options))
   )
 }
@@ -158,6 +164,7 @@ const defaultChain = (): string => `${hostname()}:${process.pid}:${randomUUID().
 
 const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   const sql = yield* SqlClient.SqlClient
+  const keys = yield* MasterKey
   const flushInterval = Duration.fromInputUnsafe(options.flushInterval ?? "1 second")
   const batchSize = Math.max(1, options.batchSize ?? 500)
   const maxBuffered = Math.max(1, options.maxBuffered ?? 100_000)
@@ -175,6 +182,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   let group: Group | undefined
   // where this writer's chain stands (only the flush, under `writing`, moves it)
   let position: Position = { seq: 0, hash: "" }
+  let warnedForged = false
 
   const drops = DropReport.make({
     metric: dropped,
@@ -231,10 +239,32 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   const insert = (rows: ReadonlyArray<ChainedRow>) =>
     sql`INSERT INTO audit_records ${sql.insert(rows as unknown as [Record<string, unknown>])}`
 
+  /** Moves the head to `to`, signed when the head it replaces was (see `AuditHeads`); in the batch's transaction. */
   const moveHead = (to: Position) =>
-    sql`INSERT INTO audit_chains (chain, last_seq, last_hash) VALUES (${chain}, ${to.seq}, ${to.hash})
-      ON CONFLICT (chain) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash,
-        updated_at = now()`
+    Effect.gen(function*() {
+      const old = yield* sql<AuditHeads.HeadRow>`SELECT ${sql.literal(AuditHeads.HEAD_COLUMNS)} FROM audit_chains
+        WHERE chain = ${chain} FOR UPDATE`
+      const state = old[0] === undefined ? "signed" : yield* AuditHeads.stateOf(keys, old[0])
+      const firstSeq = old[0] === undefined ? 1 : Number(old[0].first_seq)
+      const firstPrevHash = old[0]?.first_prev_hash ?? ""
+      const head = { chain, firstSeq, firstPrevHash, lastSeq: to.seq, lastHash: to.hash }
+      // a forged head keeps its (now stale) MAC and an unsigned one stays unsigned: a write never launders them
+      const signed = state === "signed" ? yield* AuditHeads.sign(keys, head) : undefined
+      if (state === "forged" && !warnedForged) {
+        warnedForged = true
+        yield* Effect.logWarning(
+          `audit log: the head of chain ${chain} is not signed by this deployment's key (its records or head were ` +
+            "rewritten in the database); records are still written, the head is not re-signed"
+        )
+      }
+      yield* sql`INSERT INTO audit_chains (chain, first_seq, first_prev_hash, last_seq, last_hash, head_mac,
+          head_key_id)
+        VALUES (${chain}, ${firstSeq}, ${firstPrevHash}, ${to.seq}, ${to.hash}, ${signed?.mac ?? null},
+          ${signed?.keyId ?? null})
+        ON CONFLICT (chain) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash,
+          head_mac = COALESCE(excluded.head_mac, audit_chains.head_mac),
+          head_key_id = COALESCE(excluded.head_key_id, audit_chains.head_key_id), updated_at = now()`
+    })
 
   const last = (rows: ReadonlyArray<ChainedRow>, otherwise: Position): Position => {
     const row = rows[rows.length - 1]

@@ -289,6 +289,11 @@ export const migrations = {
       last_hash text NOT NULL,
       updated_at timestamptz NOT NULL DEFAULT now()
     )`
+  ),
+  // Signed chain heads (issue 18, `AuditHeads`): an HMAC of each head under a key derived from the master key,
+  // and that master key's id. NULL for heads written before this migration (verify reports them unsigned).
+  "0011_audit_head_mac": statements(
+    `ALTER TABLE audit_chains ADD COLUMN head_mac text, ADD COLUMN head_key_id text`
   )
 } as const
 

@@ -13,7 +13,12 @@
  *   secret and key id, never the value.
  * - `rotate(newKey)` makes `newKey` current (persisting it first when the ring
  *   is file-backed) and re-encrypts every secret under it in one
- *   transaction: if any secret cannot be opened nothing is re-encrypted.
+ *   transaction: if any secret cannot be opened nothing is re-encrypted. In
+ *   the same transaction every audit chain head whose MAC verifies (with the
+ *   key it was signed with, still in the ring) is re-signed under the new key
+ *   (`AuditHeads.resignAll`); a forged head is not re-signed and does not stop
+ *   the rotation (an attacker must not be able to block a key change): it is
+ *   named in the result and keeps failing `janus audit verify`.
  * - Every write signals a `secret` change, so every instance drops its
  *   cached values.
  *
@@ -22,6 +27,7 @@
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { randomUUID } from "node:crypto"
+import * as AuditHeads from "./AuditHeads.ts"
 import { ChangeFeed } from "./ChangeFeed.ts"
 import * as SecretBox from "./Crypto.ts"
 import { SecretInfo, SecretName } from "./Domain.ts"
@@ -53,7 +59,7 @@ export class Secrets extends Context.Service<Secrets, {
   ) => Effect.Effect<Redacted.Redacted<string>, SecretNotFound | SecretDecryptionFailed | StorageError>
   /** Re-encrypts every secret under `newKey`, which becomes the current master key. */
   readonly rotate: (newKey: Redacted.Redacted<Uint8Array>) => Effect.Effect<
-    { readonly keyId: string; readonly reencrypted: number },
+    { readonly keyId: string; readonly reencrypted: number; readonly heads: AuditHeads.ResignReport },
     SecretDecryptionFailed | InvalidMasterKey | StorageError
   >
 }>()("@janus/storage/Secrets") {
@@ -114,7 +120,7 @@ export class Secrets extends Context.Service<Secrets, {
 
       const rotate = Effect.fnUntraced(function*(newKey: Redacted.Redacted<Uint8Array>) {
         const installed = yield* keys.install(newKey)
-        const count = yield* sql.withTransaction(Effect.gen(function*() {
+        const done = yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<SecretRow>`SELECT * FROM secrets ORDER BY name FOR UPDATE`
           const resealed = []
           for (const row of rows) {
@@ -126,9 +132,10 @@ export class Secrets extends Context.Service<Secrets, {
               key_id = ${sealed.keyId}, version = version + 1, updated_at = now() WHERE id = ${id}`
           }
           if (rows.length > 0) yield* feed.publish({ kind: "secret", ids: rows.map((r) => r.id) })
-          return rows.length
+          const heads = yield* AuditHeads.resignAll(keys).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          return { count: rows.length, heads }
         })).pipe(storageError("secrets.rotate"))
-        return { keyId: installed.id, reencrypted: count }
+        return { keyId: installed.id, reencrypted: done.count, heads: done.heads }
       })
 
       return Secrets.of({

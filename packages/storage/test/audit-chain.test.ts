@@ -3,18 +3,30 @@
  * group commit (`sync`: `record` returns once its row is committed, concurrent
  * records share one INSERT), verification of three writers' chains on a busy
  * log, and the first bad link named after a row is edited, deleted, or two are
- * reordered directly in the database; retention by whole segments.
+ * reordered directly in the database; retention by whole segments; signed
+ * heads: a rewrite that recomputes every later hash and the head is `forged`,
+ * a head without a MAC is only noted, master key rotation re-signs the heads
+ * that verify and leaves a forged one forged.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Logger } from "effect"
+import { Context, Effect, Layer, Logger, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-import { AuditChain, type AuditInput, AuditLog, type AuditLogOptions } from "../src/index.ts"
+import { COLUMNS, hashOf, type SelectRow, storedRow } from "../src/AuditRows.ts"
+import {
+  AuditChain,
+  type AuditInput,
+  AuditLog,
+  type AuditLogOptions,
+  MasterKey,
+  SecretBox,
+  Secrets
+} from "../src/index.ts"
 import { requirePostgres } from "../src/testing.ts"
 import { backends, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
-type Services = SqlClient.SqlClient | AuditLog
+type Services = SqlClient.SqlClient | AuditLog | MasterKey | Secrets
 
 const freshLog = (options: AuditLogOptions) =>
   Effect.map(
@@ -48,6 +60,31 @@ const idAt = (chain: string, seq: number) =>
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ id: unknown }>`SELECT id FROM audit_records WHERE chain = ${chain} AND seq = ${seq}`
     return Number(rows[0]!.id)
+  }).pipe(Effect.orDie)
+
+/** A chain of 10 records that verifies, and its writer. */
+const chainOf10 = Effect.fnUntraced(function*(name: string) {
+  const chain = unique(name)
+  const log = yield* freshLog({ chain })
+  for (let i = 0; i < 10; i++) yield* log.record(entry(chain, i))
+  assert.isUndefined(yield* problemOf(chain))
+  return { chain, log }
+})
+
+/** What someone with write access but no key can do: edit record `seq`, recompute every later hash and the head. */
+const rewrite = (chain: string, seq: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE audit_records SET caller_name = 'someone-else' WHERE chain = ${chain} AND seq = ${seq}`
+    const rows = yield* sql<SelectRow>`SELECT ${sql.literal(COLUMNS)} FROM audit_records
+      WHERE chain = ${chain} AND seq >= ${seq} ORDER BY seq`
+    let prev = rows[0]!.prev_hash as string
+    for (const row of rows) {
+      const hash = hashOf(chain, Number(row.seq), prev, storedRow(row))
+      yield* sql`UPDATE audit_records SET prev_hash = ${prev}, hash = ${hash} WHERE id = ${Number(row.id)}`
+      prev = hash
+    }
+    yield* sql`UPDATE audit_chains SET last_hash = ${prev} WHERE chain = ${chain}`
   }).pipe(Effect.orDie)
 
 for (const backend of backends<Services>(postgres)) {
@@ -129,6 +166,72 @@ for (const backend of backends<Services>(postgres)) {
 
           const since = yield* AuditChain.verify({ since: new Date(Date.now() + 3_600_000) })
           assert.strictEqual(since.problems.filter((p) => p.chain === edited).length, 0, "nothing after `since`")
+        })))
+
+      it.effect("a record rewritten with every later hash and the head recomputed: the head is forged", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const { chain, log } = yield* chainOf10("forged")
+          yield* rewrite(chain, 5)
+          const forged = (yield* problemOf(chain))!
+          assert.deepStrictEqual(forged, {
+            chain,
+            kind: "forged",
+            recordId: null,
+            seq: 10,
+            message: `the head of chain ${chain} is not signed by this deployment's key: its records or head were ` +
+              `rewritten`
+          })
+          // without the MAC the keyless hashes pass: the rewrite is only seen through the signature
+          const [mac] = yield* sql<{ head_mac: string; head_key_id: string }>`
+            SELECT head_mac, head_key_id FROM audit_chains WHERE chain = ${chain}`
+          yield* sql`UPDATE audit_chains SET head_mac = NULL, head_key_id = NULL WHERE chain = ${chain}`
+          const report = yield* AuditChain.verify()
+          assert.isUndefined(report.problems.find((p) => p.chain === chain))
+          assert.include(report.unsigned, chain)
+          yield* sql`UPDATE audit_chains SET head_mac = ${mac!.head_mac}, head_key_id = ${mac!.head_key_id}
+            WHERE chain = ${chain}`
+
+          // the writer's next batch does not launder it
+          yield* log.record(entry(chain, 11))
+          assert.strictEqual((yield* problemOf(chain))?.kind, "forged")
+        })))
+
+      it.effect("a head without a MAC (written before 0011) verifies and is noted unsigned; a signed head is not", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const { chain } = yield* chainOf10("unsigned")
+          assert.notInclude((yield* AuditChain.verify()).unsigned, chain)
+          yield* sql`UPDATE audit_chains SET head_mac = NULL, head_key_id = NULL WHERE chain = ${chain}`
+          const report = yield* AuditChain.verify()
+          assert.isUndefined(report.problems.find((p) => p.chain === chain))
+          assert.include(report.unsigned, chain)
+        })))
+
+      it.effect("key rotation re-signs every valid head under the new key; a forged head stays forged", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const { chain, log } = yield* chainOf10("rotated")
+          const { chain: bad } = yield* chainOf10("forged-at-rotation")
+          yield* rewrite(bad, 3)
+          const newKey = SecretBox.generateKey()
+          const result = yield* (yield* Secrets).rotate(newKey)
+          assert.include(result.heads.forged, bad)
+          assert.notInclude(result.heads.forged, chain)
+          assert.isAtLeast(result.heads.resigned, 1)
+          const heads = yield* sql<{ head_key_id: string }>`SELECT head_key_id FROM audit_chains WHERE chain = ${chain}`
+          assert.strictEqual(heads[0]!.head_key_id, result.keyId)
+          // signed by the new key alone: a ring holding only it verifies the chain
+          const newOnly = yield* AuditChain.verify().pipe(
+            Effect.provide(MasterKey.layerKeys([newKey]))
+          )
+          assert.isUndefined(newOnly.problems.find((p) => p.chain === chain))
+          assert.strictEqual(newOnly.problems.find((p) => p.chain === bad)?.kind, "forged")
+          // the writer goes on signing with the new key
+          yield* log.record(entry(chain, 11))
+          assert.isUndefined(yield* problemOf(chain))
+          assert.strictEqual((yield* problemOf(bad))?.kind, "forged")
+          assert.strictEqual(Redacted.value((yield* (yield* MasterKey).current).key), Redacted.value(newKey))
         })))
 
       it.effect("retention deletes whole segments older than the cutoff; the chain still verifies", () =>

@@ -6,13 +6,20 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Logger, Metric } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { TestClock } from "effect/testing"
-import { auditDropped, type AuditInput, AuditLog, type AuditLogOptions, type AuditRecord } from "../src/index.ts"
+import {
+  auditDropped,
+  type AuditInput,
+  AuditLog,
+  type AuditLogOptions,
+  type AuditRecord,
+  type MasterKey
+} from "../src/index.ts"
 import { requirePostgres } from "../src/testing.ts"
 import { backends, captureLogs, eventually, expectFailure, tableAway as tableAwayOf, unique } from "./helpers.ts"
 
 const postgres = await requirePostgres()
 
-type Services = SqlClient.SqlClient | AuditLog
+type Services = SqlClient.SqlClient | AuditLog | MasterKey
 
 /** A fresh audit log (its own buffer and flusher) on the suite's database, for the current scope. */
 const freshLog = (options: AuditLogOptions, loggers: Layer.Layer<never> = Layer.empty) =>

@@ -24,7 +24,15 @@
  *
  * @since 0.1.0
  */
-import { AUDIT_MAX_PAGE, AuditChain, AuditKind, AuditLog, AuditOutcome, type AuditRecord } from "@janus/storage"
+import {
+  AUDIT_MAX_PAGE,
+  AuditChain,
+  AuditKind,
+  AuditLog,
+  AuditOutcome,
+  type AuditRecord,
+  MasterKey
+} from "@janus/storage"
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -104,11 +112,16 @@ const csvField = (value: unknown): string => {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll("\"", "\"\"")}"` : text
 }
 
-export const AuditRoutes: Layer.Layer<never, never, AdminRouter | AuditLog | SqlClient.SqlClient> = Layer.effectDiscard(
+export const AuditRoutes: Layer.Layer<
+  never,
+  never,
+  AdminRouter | AuditLog | SqlClient.SqlClient | MasterKey
+> = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* AdminRouter
     const audit = yield* AuditLog
     const sql = yield* SqlClient.SqlClient
+    const keys = yield* MasterKey
     // what `janus audit verify` prints, for a running embedded instance whose database the CLI cannot open
     yield* router.add(
       "GET",
@@ -122,6 +135,7 @@ export const AuditRoutes: Layer.Layer<never, never, AdminRouter | AuditLog | Sql
         }
         const report = yield* AuditChain.verify({ since }).pipe(
           Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.provideService(MasterKey, keys),
           Effect.mapError(Problem.fromStorage)
         )
         return HttpServerResponse.jsonUnsafe({ ok: report.problems.length === 0, ...report })

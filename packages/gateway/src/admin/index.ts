@@ -34,6 +34,7 @@ import type {
   ClientTokens,
   Connections,
   Endpoints,
+  MasterKey,
   SecretCache,
   Secrets,
   VirtualServers
@@ -87,6 +88,7 @@ export const AdminApiRoutes: Layer.Layer<
   | AdmissionAudit
   | ConfigurationApplier
   | SqlClient.SqlClient
+  | MasterKey
 > = Layer.mergeAll(
   AuditRoutes,
   ConfigRoutes,

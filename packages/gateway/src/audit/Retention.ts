@@ -10,12 +10,12 @@
  *
  * @since 0.1.0
  */
-import { AuditChain } from "@janus/storage"
+import { AuditChain, type MasterKey } from "@janus/storage"
 import { Clock, Duration, Effect, Layer } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import { JanusConfig } from "../config/JanusConfig.ts"
 
-export const layer: Layer.Layer<never, never, JanusConfig | SqlClient.SqlClient> = Layer.effectDiscard(
+export const layer: Layer.Layer<never, never, JanusConfig | SqlClient.SqlClient | MasterKey> = Layer.effectDiscard(
   Effect.gen(function*() {
     const config = yield* JanusConfig
     const retentionMs = Duration.toMillis(config.AUDIT_RETENTION)

@@ -5,7 +5,9 @@
  * - `verify` checks every chain (storage's `AuditChain.verify`) and prints,
  *   per broken chain, the first bad link: the record id and seq, and whether
  *   it was altered, does not follow the one before, is missing or the chain
- *   was truncated. It exits 1 when any chain is bad. `--since` checks only
+ *   was truncated, or its head is not signed by this deployment's master key
+ *   (`forged`). Chains whose head predates signing are listed as unsigned,
+ *   not failed. It exits 1 when any chain is bad. `--since` checks only
  *   the records at or after that instant (ISO 8601).
  * - `prune` deletes the whole segments older than AUDIT_RETENTION (the
  *   server does it every hour too).
@@ -43,6 +45,9 @@ const verify = Command.make("verify", { json, since }, (input) =>
     if (input.json) yield* printJson(report)
     else {
       for (const problem of report.problems) yield* Console.log(`FAIL  chain ${problem.chain}: ${problem.message}`)
+      for (const chain of report.unsigned) {
+        yield* Console.log(`note  chain ${chain}: its head is unsigned (written before heads were signed)`)
+      }
       yield* Console.log(
         `${report.problems.length === 0 ? "ok" : "FAIL"}  ${report.records} records in ${report.chains} chain(s) ` +
           `checked${from === undefined ? "" : ` since ${from.toISOString()}`}; ${report.problems.length} broken` +

@@ -419,10 +419,18 @@ const keyRotate = Command.make("rotate", { json }, (input) =>
     )
     if (!envMode) {
       const file = Path.resolve(config.JANUS_HOME, "master.key")
-      if (input.json) return yield* printJson({ keyId: result.keyId, reencrypted: result.reencrypted, keyFile: file })
+      if (input.json) {
+        return yield* printJson({
+          keyId: result.keyId,
+          reencrypted: result.reencrypted,
+          auditHeads: result.heads,
+          keyFile: file
+        })
+      }
       yield* Console.log(
         `Rotated the master key: ${result.reencrypted} secret(s) re-encrypted under key ${result.keyId}`
       )
+      yield* headsReport(result.heads)
       yield* Console.log(`The key file ${file} now starts with the new key; older keys stay in it to open old data.`)
       return
     }
@@ -433,11 +441,13 @@ const keyRotate = Command.make("rotate", { json }, (input) =>
       return yield* printJson({
         keyId: result.keyId,
         reencrypted: result.reencrypted,
+        auditHeads: result.heads,
         JANUS_MASTER_KEY: encoded,
         JANUS_MASTER_KEY_PREVIOUS: previous
       })
     }
     yield* Console.log(`Rotated the master key: ${result.reencrypted} secret(s) re-encrypted under key ${result.keyId}`)
+    yield* headsReport(result.heads)
     yield* Console.log("")
     yield* Console.log("New master key (shown once; store it in your secret manager now):")
     yield* Console.log(`  ${encoded}`)
@@ -448,9 +458,26 @@ const keyRotate = Command.make("rotate", { json }, (input) =>
     yield* Console.log(
       "Until a replica restarts with the new key it cannot open secrets changed since the rotation " +
         "(values it has cached keep working). Drop the old key from JANUS_MASTER_KEY_PREVIOUS after every replica " +
-        "runs with the new one."
+        "runs with the new one (a replica still on the old key signs its audit chain heads with it until then)."
     )
   }))).pipe(Command.withDescription("Re-encrypt every secret under a new master key"))
+
+/** What rotation did to the audit chains' signed heads (a forged head is not re-signed: it keeps failing verify). */
+const headsReport = (
+  heads: { readonly resigned: number; readonly unsigned: number; readonly forged: ReadonlyArray<string> }
+) =>
+  Effect.gen(function*() {
+    yield* Console.log(
+      `Audit chain heads re-signed under the new key: ${heads.resigned}` +
+        (heads.unsigned > 0 ? `; ${heads.unsigned} unsigned (written before signing existed) left unsigned` : "")
+    )
+    for (const chain of heads.forged) {
+      yield* Console.log(
+        `WARNING  the head of audit chain ${chain} is not signed by this deployment's key; it was not re-signed ` +
+          "(run `janus audit verify`)"
+      )
+    }
+  })
 
 export const key = Command.make("key").pipe(
   Command.withDescription("Master key: rotate"),

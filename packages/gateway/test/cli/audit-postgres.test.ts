@@ -77,8 +77,16 @@ describe("CLI admin changes in the audit trail (Postgres)", async () => {
       assert.strictEqual(r.code, 0, r.stderr)
       r = await janus(["key", "rotate", "--json"], env)
       assert.strictEqual(r.code, 0, r.stderr)
-      const rotated = JSON.parse(r.stdout) as { keyId: string; reencrypted: number; JANUS_MASTER_KEY: string }
+      const rotated = JSON.parse(r.stdout) as {
+        keyId: string
+        reencrypted: number
+        auditHeads: { resigned: number; unsigned: number; forged: Array<string> }
+        JANUS_MASTER_KEY: string
+      }
       assert.strictEqual(rotated.reencrypted, 1)
+      // the chains of the commands before it (secret set, openapi import) re-signed under the new key
+      assert.isAtLeast(rotated.auditHeads.resigned, 2)
+      assert.deepStrictEqual([rotated.auditHeads.unsigned, rotated.auditHeads.forged], [0, []])
 
       const all = await rows()
       for (const row of all) {

@@ -111,18 +111,18 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     let r = await janus(["doctor"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
-    assert.match(r.stdout, /FAIL {2}database: reachable; 10 migration\(s\) pending: run `janus migrate`/)
+    assert.match(r.stdout, /FAIL {2}database: reachable; 11 migration\(s\) pending: run `janus migrate`/)
 
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Applied 10 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
+    assert.match(r.stdout, /Applied 11 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Database is up to date \(migration 10\)/)
+    assert.match(r.stdout, /Database is up to date \(migration 11\)/)
 
     r = await janus(["doctor"], { ...env, REDIS_URL: "redis://127.0.0.1:1" })
     assert.strictEqual(r.code, 1)
-    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(10\)/)
+    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(11\)/)
     assert.match(r.stdout, /ok {4}master key: JANUS_MASTER_KEY valid/)
     assert.match(r.stdout, /FAIL {2}redis: REDIS_URL not usable/)
     assert.match(r.stdout, /skip {2}egress: no connections/)
@@ -174,6 +174,7 @@ describe("janus audit verify on Postgres", async () => {
       const made = await janus(["token", "create", name], env)
       assert.strictEqual(made.code, 0, made.stderr)
     }
+    let forgedChain = ""
     const secretValue = `cli-secret-${randomBytes(8).toString("hex")}`
     const set = await janus(["secret", "set", "crm_key"], env, secretValue)
     assert.strictEqual(set.code, 0, set.stderr)
@@ -195,6 +196,12 @@ describe("janus audit verify on Postgres", async () => {
           WHERE position(${secretValue} in audit_records::text) > 0`
         assert.strictEqual(Number(leaked[0]!.n), 0, "the secret's value is nowhere in the audit table")
         yield* sql`UPDATE audit_records SET resource_name = 'someone-else' WHERE id = ${Number(found[0]!.id)}`
+        // a head rewritten without the master key: its MAC no longer matches
+        const forged = yield* sql<{ chain: string }>`UPDATE audit_chains SET first_prev_hash = 'rewritten'
+          WHERE chain = (SELECT chain FROM audit_records WHERE kind = 'admin' AND resource_name = 'audit-c')
+          RETURNING chain`
+        assert.strictEqual(forged.length, 1)
+        forgedChain = forged[0]!.chain
         return found
       })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
     )
@@ -204,7 +211,16 @@ describe("janus audit verify on Postgres", async () => {
     r = await janus(["audit", "verify"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
     assert.match(r.stdout, new RegExp(`FAIL {2}chain .*: record id ${Number(rows[0]!.id)} \\(seq 1\\) was changed`))
+    assert.include(
+      r.stdout,
+      `FAIL  chain ${forgedChain}: the head of chain ${forgedChain} is not signed by this deployment's key: its ` +
+        "records or head were rewritten"
+    )
+    assert.match(r.stdout, /FAIL {2}\d+ records in \d+ chain\(s\) checked; 2 broken/)
     r = await janus(["audit", "verify", "--since", "2999-01-01"], env)
-    assert.strictEqual(r.code, 0, "nothing written since then")
+    // no record written since then is checked; a head's signature is, whatever the window
+    assert.strictEqual(r.code, 1, r.stdout + r.stderr)
+    assert.notInclude(r.stdout, "was changed")
+    assert.match(r.stdout, /FAIL {2}0 records in \d+ chain\(s\) checked since 2999-01-01T00:00:00.000Z; 1 broken/)
   }, 120_000)
 })
