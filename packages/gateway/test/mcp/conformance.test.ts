@@ -89,8 +89,13 @@ export const NOT_EXERCISED_ON_A_GATEWAY = [
 
 /**
  * server-sse-polling calls the suite's `test_reconnection` diagnostic tool; a
- * gateway does not list it, so the scenario records no check there (it is
- * exercised against the MCP layer's fixture catalog).
+ * gateway does not list it, so its disconnect-and-resume check cannot run
+ * there (it is exercised against the MCP layer's fixture catalog). What the
+ * scenario records depends on timing: the unknown tool's error is answered as
+ * JSON when it comes within `streamAfter` (no verdict at all), or on an SSE
+ * stream when a loaded machine makes it later (then the priming event and
+ * `retry` field are checked). Either way nothing may FAIL; only the demand for
+ * at least one check is waived.
  */
 export const SCENARIOS_WITHOUT_CHECKS_ON_A_GATEWAY = ["server-sse-polling"]
 
@@ -111,12 +116,9 @@ const scenariosPass = (notExercised: ReadonlyArray<string>, withoutChecks: Reado
       )
       console.log(runs.map(summarize).join("\n"))
       for (const result of runs) {
-        if (withoutChecks.includes(result.scenario)) {
-          const verdicts = result.checks.filter((check) => check.status === "SUCCESS" || check.status === "FAILURE")
-          assert.strictEqual(verdicts.length, 0, `${summarize(result)}: now exercised; drop it from the list`)
-          continue
+        if (!withoutChecks.includes(result.scenario)) {
+          assert.isAbove(result.checks.length, 0, `${summarize(result)}\n${result.output}`)
         }
-        assert.isAbove(result.checks.length, 0, `${summarize(result)}\n${result.output}`)
         const failures = result.checks.filter((check) =>
           check.status === "FAILURE" &&
           !(notExercised.includes(check.id) && check.errorMessage?.startsWith("Not testable"))
