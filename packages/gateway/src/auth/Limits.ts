@@ -34,15 +34,17 @@
  *   configured counts in `janus.limiter.fallback{tier}`.
  * - Start-up never fails or hangs on Redis: the layer waits up to
  *   `connectWait` (default 2 s) for a first connection, then serves from
- *   memory while it keeps connecting in the background (backoff up to 2 s).
+ *   memory while it keeps connecting in the background (the connection of
+ *   `redis/Redis.ts`: backoff up to 2 s).
  * - Every refusal counts in `janus.limiter.refused{tier}`.
  * - Hot path: per tier the consume options, metric handles and header values
  *   are computed once; a decision allocates only effect's own bookkeeping.
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Fiber, Layer, Metric, Redacted, Schema, Scope } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schema, type Scope } from "effect"
 import { RateLimiter } from "effect/persistence"
+import * as Redis from "../redis/Redis.ts"
 
 /** A token bucket: `burst` tokens, refilled at `rate` per second. */
 export interface RatePolicy {
@@ -220,35 +222,22 @@ export const makeMemoryStore = (maxKeys = MAX_MEMORY_KEYS): Effect.Effect<Memory
 // Redis connection
 // -----------------------------------------------------------------------------
 
-/** Reconnects forever with capped exponential backoff: Redis is optional, the gateway never gives up on it. */
-const reconnectStrategy = (retries: number): number =>
-  Math.min(50 * 2 ** Math.min(retries, 10), 2_000) + Math.floor(Math.random() * 100)
-
 const connectRedis = (
   options: RedisLimitOptions,
   scope: Scope.Scope
 ): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
-  Effect.gen(function*() {
-    const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
-    // loaded only when Redis is configured: the redis client is hundreds of modules to load at start-up
-    const NodeRedis = yield* Effect.promise(() => import("@effect/platform-node/NodeRedis"))
-    const context = yield* Layer.buildWithScope(
-      NodeRedis.layer({
-        url,
-        // Fail at once while disconnected instead of queueing: the memory store decides meanwhile.
-        disableOfflineQueue: true,
-        socket: { connectTimeout: 1_000, reconnectStrategy }
-      }),
-      scope
-    )
-    const prefix = options.prefix ?? "janus:ratelimit:"
-    const limiterFor = (tierPrefix: string) =>
-      RateLimiter.makeStoreRedis({ prefix: `${prefix}${tierPrefix}` }).pipe(
-        Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store)),
-        Effect.provideContext(context)
-      )
-    return [yield* limiterFor("ip:"), yield* limiterFor("id:"), yield* limiterFor("fail:")] as const
-  })
+  Redis.withConnection(
+    options.url,
+    scope,
+    Effect.gen(function*() {
+      const prefix = options.prefix ?? `${Redis.KEY_PREFIX}ratelimit:`
+      const limiterFor = (tierPrefix: string) =>
+        RateLimiter.makeStoreRedis({ prefix: `${prefix}${tierPrefix}` }).pipe(
+          Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store))
+        )
+      return [yield* limiterFor("ip:"), yield* limiterFor("id:"), yield* limiterFor("fail:")] as const
+    })
+  )
 
 // -----------------------------------------------------------------------------
 // The limits
