@@ -4,6 +4,7 @@
  *
  * **Rules** (SCALING-PLAN 3b, SPEC "The hot path of tools/call")
  *
+ * - Defaults are JanusConfig's (`RATE_LIMIT_*`), read from its `VARIABLES`.
  * - Three tiers. `ip` (default 300/s, burst 600) runs first, before any
  *   credential is looked at: a coarse pre-auth DoS guard, generous because
  *   enterprise clients share one NAT address. `identity` (default 50/s, burst
@@ -44,6 +45,7 @@
  */
 import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schema, type Scope } from "effect"
 import { RateLimiter } from "effect/persistence"
+import { VARIABLES } from "../config/JanusConfig.ts"
 import * as Redis from "../redis/Redis.ts"
 
 /** A token bucket: `burst` tokens, refilled at `rate` per second. */
@@ -54,16 +56,26 @@ export interface RatePolicy {
   readonly burst: number
 }
 
-/** The pre-auth per-IP tier (SCALING-PLAN 3b). */
-export const DEFAULT_IP_POLICY: RatePolicy = { rate: 300, burst: 600 }
-/** The per-identity tier (SCALING-PLAN 3b). */
-export const DEFAULT_IDENTITY_POLICY: RatePolicy = { rate: 50, burst: 100 }
+/** The pre-auth per-IP tier (SCALING-PLAN 3b): JanusConfig's `RATE_LIMIT_IP` / `_BURST` defaults. */
+export const DEFAULT_IP_POLICY: RatePolicy = {
+  rate: VARIABLES.RATE_LIMIT_IP.default,
+  burst: VARIABLES.RATE_LIMIT_IP_BURST.default
+}
+/** The per-identity tier (SCALING-PLAN 3b): JanusConfig's `RATE_LIMIT_IDENTITY` / `_BURST` defaults. */
+export const DEFAULT_IDENTITY_POLICY: RatePolicy = {
+  rate: VARIABLES.RATE_LIMIT_IDENTITY.default,
+  burst: VARIABLES.RATE_LIMIT_IDENTITY_BURST.default
+}
 /**
- * Failed authentications per address: 10 in a row (a mistyped token, a
- * rotated one still in a script), then one every 2 seconds. A person never
- * notices; 30 parallel guesses get 10 answers.
+ * Failed authentications per address (JanusConfig's `RATE_LIMIT_AUTH_FAILURES`,
+ * per minute, and `_BURST`): 10 in a row (a mistyped token, a rotated one
+ * still in a script), then one every 2 seconds. A person never notices; 30
+ * parallel guesses get 10 answers.
  */
-export const DEFAULT_AUTH_FAILURE_POLICY: RatePolicy = { rate: 0.5, burst: 10 }
+export const DEFAULT_AUTH_FAILURE_POLICY: RatePolicy = {
+  rate: VARIABLES.RATE_LIMIT_AUTH_FAILURES.default / 60,
+  burst: VARIABLES.RATE_LIMIT_AUTH_FAILURES_BURST.default
+}
 
 export type Tier = "ip" | "identity" | "auth_failure"
 
