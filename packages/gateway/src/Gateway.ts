@@ -34,6 +34,7 @@ import * as ChangeSignals from "./events/ChangeSignals.ts"
 import * as EventStream from "./events/EventStream.ts"
 import { CompositeCatalog, HeldCalls, UpstreamHealth, VirtualServers } from "./federation/index.ts"
 import * as StdioAllowList from "./federation/StdioAllowList.ts"
+import * as GatewayStorage from "./GatewayStorage.ts"
 import * as Hardening from "./http/Hardening.ts"
 import * as HostCheck from "./http/HostCheck.ts"
 import * as Startup from "./http/Startup.ts"
@@ -48,7 +49,6 @@ import { HealthRoutes } from "./probes/Health.ts"
 import { Redactor } from "./redaction/index.ts"
 import * as Security from "./Security.ts"
 import * as SqlSessionStore from "./sessions/index.ts"
-import { StorageLive, type StorageServices } from "./StorageLive.ts"
 import * as RestCatalog from "./tools/RestCatalog.ts"
 import * as ScopedCatalog from "./tools/ScopedCatalog.ts"
 
@@ -78,7 +78,7 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
 })).pipe(Layer.provide(AdminAuth.layer))
 
 /** Circuit state in Redis (shared by every replica, memory while Redis is away), or in memory without Redis. */
-const BreakerStoreLive = Layer.unwrap(
+const layerBreakerStore = Layer.unwrap(
   Effect.map(Effect.service(JanusConfig), (config) =>
     Option.match(config.REDIS_URL, {
       onNone: () => CircuitBreaker.layerStoreMemory(),
@@ -107,7 +107,7 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
         AdminApiRoutes,
         McpHttp.layer(options),
         // RFC 9728 metadata for /mcp and the virtual servers, when OAuth is on
-        Security.ProtectedResourceMetadataLive,
+        Security.layerProtectedResourceMetadata,
         // virtual servers: one mount for all, the server taken from the route per request
         Layer.unwrap(Effect.map(VirtualServers.scopeCaller, (scopeCaller) =>
           McpHttp.layer({
@@ -152,10 +152,10 @@ export const services: Layer.Layer<
   | ConfigurationApplier
   | ConfigFile,
   | Egress.InvalidEgressConfig
-  | Layer.Error<typeof Security.AdmissionLive>
-  | Layer.Error<typeof Security.OAuthLive>
-  | Layer.Error<typeof Security.RedactorLive>,
-  JanusConfig | StorageServices
+  | Layer.Error<typeof Security.layerAdmission>
+  | Layer.Error<typeof Security.layerOAuth>
+  | Layer.Error<typeof Security.layerRedactor>,
+  JanusConfig | GatewayStorage.StorageServices
 > = Layer.mergeAll(
   // REST endpoints and upstream MCP servers as one tool list, filtered per caller
   // (through `/servers/{name}/mcp`, only the members of that virtual server)
@@ -203,22 +203,22 @@ export const services: Layer.Layer<
     Layer.unwrap(Effect.map(Effect.service(AuditLog), (log) => CallAudit.CallAudit.layerWith(log.record))),
     AdmissionAudit.layer
   )),
-  Layer.provideMerge(EventStream.HubLive),
+  Layer.provideMerge(EventStream.layerHub),
   Layer.provideMerge(
     Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
       Egress.Resolver.layerSystem,
       // breaker state per connection as a gauge; shared through Redis when REDIS_URL is set
-      Instrument.breakerStoreLayer.pipe(Layer.provide(BreakerStoreLive))
+      Instrument.breakerStoreLayer.pipe(Layer.provide(layerBreakerStore))
     )))
   ),
-  Layer.provideMerge(Security.AdmissionLive),
-  Layer.provideMerge(Security.RedactorLive),
+  Layer.provideMerge(Security.layerAdmission),
+  Layer.provideMerge(Security.layerRedactor),
   // OAuth services, when enabled, are looked up by admission and the admin API
-  Layer.provideMerge(Security.OAuthLive)
+  Layer.provideMerge(Security.layerOAuth)
 )
 
 /** The Node HTTP server on JANUS_HOST:JANUS_PORT. */
-export const ServerLive = Layer.unwrap(Effect.gen(function*() {
+export const layerServer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
   // Node's own limits on header size, slow headers and slow requests (see http/Hardening.ts);
   // requests accepted before the router is installed get 503 rather than no answer (http/Startup.ts)
@@ -234,8 +234,8 @@ export const ServerLive = Layer.unwrap(Effect.gen(function*() {
 /** What starting the gateway can fail with before it serves a request. */
 export type StartError =
   | Storage.StorageStartError
-  | Layer.Error<typeof ServerLive>
-  | Layer.Error<typeof StorageLive>
+  | Layer.Error<typeof layerServer>
+  | Layer.Error<typeof GatewayStorage.layer>
   | Layer.Error<typeof services>
 
 /**
@@ -247,7 +247,7 @@ export type StartError =
  */
 export const layerOn = <S, SE, StE>(options: {
   readonly server: Layer.Layer<S | HttpServer.HttpServer, SE, JanusConfig>
-  readonly storage: Layer.Layer<StorageServices, StE, JanusConfig>
+  readonly storage: Layer.Layer<GatewayStorage.StorageServices, StE, JanusConfig>
   readonly mcp?: Partial<McpHttp.McpHttpOptions> | undefined
   /** Extra services under the gateway's (tests: e.g. an OAuth layer with a test issuer). */
   readonly extra?: Layer.Layer<never, never, never> | undefined
@@ -277,7 +277,7 @@ export const layerOn = <S, SE, StE>(options: {
 
 /** The gateway serving HTTP, given its configuration. */
 export const layer: Layer.Layer<
-  Layer.Success<typeof ServerLive> | StorageServices | Drain.Drain,
+  Layer.Success<typeof layerServer> | GatewayStorage.StorageServices | Drain.Drain,
   StartError,
   JanusConfig
-> = layerOn({ server: ServerLive, storage: StorageLive })
+> = layerOn({ server: layerServer, storage: GatewayStorage.layer })

@@ -29,7 +29,7 @@ import * as OAuthVariables from "./oauth/Variables.ts"
 import { Redactor } from "./redaction/index.ts"
 
 /** The OAuth services when enabled; nothing otherwise (admission and the admin API then accept tokens only). */
-export const OAuthLive = Layer.unwrap(Effect.gen(function*() {
+export const layerOAuth = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
   if (!config.OAUTH_ENABLED) return Layer.empty
   // JanusConfig refuses OAUTH_ENABLED without OAUTH_RESOURCE and OAUTH_ISSUERS
@@ -40,7 +40,7 @@ export const OAuthLive = Layer.unwrap(Effect.gen(function*() {
  * The RFC 9728 metadata routes when OAuth is on (the OAuth services are in
  * context), for `/mcp` and every virtual server that exists.
  */
-export const ProtectedResourceMetadataLive = Layer.unwrap(Effect.gen(function*() {
+export const layerProtectedResourceMetadata = Layer.unwrap(Effect.gen(function*() {
   const oauth = yield* Effect.serviceOption(OAuthConfig)
   if (Option.isNone(oauth)) return Layer.empty
   const config = yield* ConfigCache
@@ -49,7 +49,7 @@ export const ProtectedResourceMetadataLive = Layer.unwrap(Effect.gen(function*()
   }).pipe(Layer.provide(Layer.succeed(OAuthConfig, oauth.value)))
 }))
 
-export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
+export const layerAdmission = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
   return Admission.layer({
     requireAuth: !config.JANUS_ALLOW_ANONYMOUS,
@@ -65,7 +65,7 @@ export const AdmissionLive = Layer.unwrap(Effect.gen(function*() {
   })
 }))
 
-export const RedactorLive = Layer.unwrap(
+export const layerRedactor = Layer.unwrap(
   Effect.map(
     Effect.service(JanusConfig),
     (config) => config.REDACTION_ENABLED ? Redactor.layer({ enabled: true }) : Redactor.layerDisabled

@@ -16,9 +16,9 @@ import { FetchHttpClient, type HttpClient, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { JanusConfig, type JanusSettings } from "./config/JanusConfig.ts"
 import { layerOn, type services } from "./Gateway.ts"
+import type { StorageServices } from "./GatewayStorage.ts"
 import type { McpHttp } from "./mcp/index.ts"
 import type { Drain } from "./observability/index.ts"
-import type { StorageServices } from "./StorageLive.ts"
 
 /**
  * `NodeHttpServer.layerTest`, but bound to 127.0.0.1: tests send traffic to

@@ -1,5 +1,5 @@
 /**
- * The gateway's server (`Gateway.ServerLive`) answers requests it accepts
+ * The gateway's server (`Gateway.layerServer`) answers requests it accepts
  * while the rest of the gateway still builds: the layers after the server are
  * held on a gate, so the server listens but the router is not installed yet.
  * `/readyz` must get 503 with a retry hint (not wait forever), `/healthz` 200,
@@ -36,14 +36,14 @@ const get = (url: string) =>
     })
   )
 
-describe("Gateway.ServerLive while the gateway starts", () => {
+describe("Gateway.layerServer while the gateway starts", () => {
   it.live("answers /readyz 503 and /healthz 200 before the router is installed, then /readyz 200", () =>
     Effect.gen(function*() {
       const address = yield* Deferred.make<string>()
       const gate = yield* Deferred.make<void>()
       const gateway = Gateway.layerOn({
         // the server's address as soon as it listens
-        server: Gateway.ServerLive.pipe(
+        server: Gateway.layerServer.pipe(
           Layer.tap((context) =>
             Deferred.succeed(address, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address))
           )

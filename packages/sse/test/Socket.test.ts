@@ -42,12 +42,12 @@ it.live(
     Effect.gen(function*() {
       const hubClock = yield* TestClock.make()
       const registry = new Map()
-      const HubLive = Hub.Hub.layer.pipe(
+      const layerHub = Hub.Hub.layer.pipe(
         Layer.provideMerge(EventLog.layerMemory),
         Layer.provide(Layer.succeed(Clock.Clock, hubClock)),
         Layer.provide(Layer.succeed(Metric.MetricRegistry, registry))
       )
-      const context = yield* Layer.build(HubLive)
+      const context = yield* Layer.build(layerHub)
       const hub = Context.get(context, Hub.Hub)
 
       // The route the gateway mounts at GET /api/v1/events, plus a hook to see each Node response.

@@ -23,7 +23,7 @@ export const ADR_MAX_BYTES = 1024 * 1024
 export const REPLAY_CAP_EVENTS = 10_000
 
 /** The hub over an in-memory log; the log's writer is exposed too. */
-export const HubLive = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemory))
+export const layerHub = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemory))
 
 /**
  * Runs `effect` with a hub (built under the test's TestClock) and a metric
@@ -31,7 +31,7 @@ export const HubLive = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemor
  */
 export const withHub = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
-  layer: Layer.Layer<Hub.Hub | EventLog.EventLog | EventLog.MemoryEventLog> = HubLive
+  layer: Layer.Layer<Hub.Hub | EventLog.EventLog | EventLog.MemoryEventLog> = layerHub
 ) =>
   effect.pipe(
     Effect.provide(layer),

@@ -7,7 +7,10 @@
  *   instances' writes within a second); the TTLs are only the backstop for a
  *   lost signal.
  * - Defaults: config and client tokens 5 s (`CONFIG_CACHE_TTL`), secrets
- *   30 s (`SECRET_CACHE_TTL`).
+ *   30 s (`SECRET_CACHE_TTL`). `defaults` is their one home: storage runs
+ *   without the gateway too, and the gateway's JanusConfig refers to it.
+ * - Imports only effect: the gateway's configuration loads it
+ *   (`@janus/storage/CacheSettings`) without loading storage.
  *
  * @since 0.1.0
  */

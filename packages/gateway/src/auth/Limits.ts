@@ -4,6 +4,7 @@
  *
  * **Rules** (SCALING-PLAN 3b, SPEC "The hot path of tools/call")
  *
+ * - Defaults are JanusConfig's (`RATE_LIMIT_*`), read from its `VARIABLES`.
  * - Three tiers. `ip` (default 300/s, burst 600) runs first, before any
  *   credential is looked at: a coarse pre-auth DoS guard, generous because
  *   enterprise clients share one NAT address. `identity` (default 50/s, burst
@@ -34,15 +35,18 @@
  *   configured counts in `janus.limiter.fallback{tier}`.
  * - Start-up never fails or hangs on Redis: the layer waits up to
  *   `connectWait` (default 2 s) for a first connection, then serves from
- *   memory while it keeps connecting in the background (backoff up to 2 s).
+ *   memory while it keeps connecting in the background (the connection of
+ *   `redis/Redis.ts`: backoff up to 2 s).
  * - Every refusal counts in `janus.limiter.refused{tier}`.
  * - Hot path: per tier the consume options, metric handles and header values
  *   are computed once; a decision allocates only effect's own bookkeeping.
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Fiber, Layer, Metric, Redacted, Schema, Scope } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schema, type Scope } from "effect"
 import { RateLimiter } from "effect/persistence"
+import { VARIABLES } from "../config/JanusConfig.ts"
+import * as Redis from "../redis/Redis.ts"
 
 /** A token bucket: `burst` tokens, refilled at `rate` per second. */
 export interface RatePolicy {
@@ -52,16 +56,26 @@ export interface RatePolicy {
   readonly burst: number
 }
 
-/** The pre-auth per-IP tier (SCALING-PLAN 3b). */
-export const DEFAULT_IP_POLICY: RatePolicy = { rate: 300, burst: 600 }
-/** The per-identity tier (SCALING-PLAN 3b). */
-export const DEFAULT_IDENTITY_POLICY: RatePolicy = { rate: 50, burst: 100 }
+/** The pre-auth per-IP tier (SCALING-PLAN 3b): JanusConfig's `RATE_LIMIT_IP` / `_BURST` defaults. */
+export const DEFAULT_IP_POLICY: RatePolicy = {
+  rate: VARIABLES.RATE_LIMIT_IP.default,
+  burst: VARIABLES.RATE_LIMIT_IP_BURST.default
+}
+/** The per-identity tier (SCALING-PLAN 3b): JanusConfig's `RATE_LIMIT_IDENTITY` / `_BURST` defaults. */
+export const DEFAULT_IDENTITY_POLICY: RatePolicy = {
+  rate: VARIABLES.RATE_LIMIT_IDENTITY.default,
+  burst: VARIABLES.RATE_LIMIT_IDENTITY_BURST.default
+}
 /**
- * Failed authentications per address: 10 in a row (a mistyped token, a
- * rotated one still in a script), then one every 2 seconds. A person never
- * notices; 30 parallel guesses get 10 answers.
+ * Failed authentications per address (JanusConfig's `RATE_LIMIT_AUTH_FAILURES`,
+ * per minute, and `_BURST`): 10 in a row (a mistyped token, a rotated one
+ * still in a script), then one every 2 seconds. A person never notices; 30
+ * parallel guesses get 10 answers.
  */
-export const DEFAULT_AUTH_FAILURE_POLICY: RatePolicy = { rate: 0.5, burst: 10 }
+export const DEFAULT_AUTH_FAILURE_POLICY: RatePolicy = {
+  rate: VARIABLES.RATE_LIMIT_AUTH_FAILURES.default / 60,
+  burst: VARIABLES.RATE_LIMIT_AUTH_FAILURES_BURST.default
+}
 
 export type Tier = "ip" | "identity" | "auth_failure"
 
@@ -220,35 +234,22 @@ export const makeMemoryStore = (maxKeys = MAX_MEMORY_KEYS): Effect.Effect<Memory
 // Redis connection
 // -----------------------------------------------------------------------------
 
-/** Reconnects forever with capped exponential backoff: Redis is optional, the gateway never gives up on it. */
-const reconnectStrategy = (retries: number): number =>
-  Math.min(50 * 2 ** Math.min(retries, 10), 2_000) + Math.floor(Math.random() * 100)
-
 const connectRedis = (
   options: RedisLimitOptions,
   scope: Scope.Scope
 ): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
-  Effect.gen(function*() {
-    const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
-    // loaded only when Redis is configured: the redis client is hundreds of modules to load at start-up
-    const NodeRedis = yield* Effect.promise(() => import("@effect/platform-node/NodeRedis"))
-    const context = yield* Layer.buildWithScope(
-      NodeRedis.layer({
-        url,
-        // Fail at once while disconnected instead of queueing: the memory store decides meanwhile.
-        disableOfflineQueue: true,
-        socket: { connectTimeout: 1_000, reconnectStrategy }
-      }),
-      scope
-    )
-    const prefix = options.prefix ?? "janus:ratelimit:"
-    const limiterFor = (tierPrefix: string) =>
-      RateLimiter.makeStoreRedis({ prefix: `${prefix}${tierPrefix}` }).pipe(
-        Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store)),
-        Effect.provideContext(context)
-      )
-    return [yield* limiterFor("ip:"), yield* limiterFor("id:"), yield* limiterFor("fail:")] as const
-  })
+  Redis.withConnection(
+    options.url,
+    scope,
+    Effect.gen(function*() {
+      const prefix = options.prefix ?? `${Redis.KEY_PREFIX}ratelimit:`
+      const limiterFor = (tierPrefix: string) =>
+        RateLimiter.makeStoreRedis({ prefix: `${prefix}${tierPrefix}` }).pipe(
+          Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store))
+        )
+      return [yield* limiterFor("ip:"), yield* limiterFor("id:"), yield* limiterFor("fail:")] as const
+    })
+  )
 
 // -----------------------------------------------------------------------------
 // The limits

@@ -20,7 +20,7 @@ import { AuditChain } from "@janus/storage"
 import { Console, Duration, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { JanusConfig } from "../config/JanusConfig.ts"
-import { StorageLive } from "../StorageLive.ts"
+import * as GatewayStorage from "../GatewayStorage.ts"
 import { CliFailure, guardEmbedded, handled, json, printJson } from "./Support.ts"
 
 const since = Flag.String("since").pipe(
@@ -41,7 +41,7 @@ const verify = Command.make("verify", { json, since }, (input) =>
         })
       }
     }
-    const report = yield* Effect.provide(AuditChain.verify({ since: from }), StorageLive)
+    const report = yield* Effect.provide(AuditChain.verify({ since: from }), GatewayStorage.layer)
     if (input.json) yield* printJson(report)
     else {
       for (const problem of report.problems) yield* Console.log(`FAIL  chain ${problem.chain}: ${problem.message}`)
@@ -67,7 +67,7 @@ const prune = Command.make("prune", { json }, (input) =>
     yield* guardEmbedded
     const config = yield* JanusConfig
     const cutoff = new Date(Date.now() - Duration.toMillis(config.AUDIT_RETENTION))
-    const report = yield* Effect.provide(AuditChain.prune(cutoff), StorageLive)
+    const report = yield* Effect.provide(AuditChain.prune(cutoff), GatewayStorage.layer)
     if (input.json) return yield* printJson({ ...report, cutoff: cutoff.toISOString() })
     yield* Console.log(`Deleted ${report.deleted} audit records older than ${cutoff.toISOString()} (AUDIT_RETENTION)`)
   }))).pipe(Command.withDescription("Delete audit records older than AUDIT_RETENTION, in whole chain segments"))

@@ -8,10 +8,10 @@
 import { Effect, Layer } from "effect"
 import * as Actor from "../audit/Actor.ts"
 import * as AdminChanges from "../audit/AdminChanges.ts"
-import { StorageLive } from "../StorageLive.ts"
+import * as GatewayStorage from "../GatewayStorage.ts"
 
-/** `StorageLive` with the repositories decorated by `AdminChanges`. */
-export const CliStorage = AdminChanges.layer.pipe(Layer.provideMerge(StorageLive))
+/** `GatewayStorage.layer` with the repositories decorated by `AdminChanges`. */
+export const CliStorage = AdminChanges.layer.pipe(Layer.provideMerge(GatewayStorage.layer))
 
 /** `body` as the CLI's actor. */
 export const asCli = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

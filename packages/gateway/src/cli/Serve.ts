@@ -14,8 +14,8 @@ import { HttpServer } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import * as Demo from "../demo/Demo.ts"
 import * as Gateway from "../Gateway.ts"
+import { describeStorage } from "../GatewayStorage.ts"
 import { Otlp } from "../observability/index.ts"
-import { describeStorage } from "../StorageLive.ts"
 
 const announce = Effect.gen(function*() {
   const config = yield* JanusConfig

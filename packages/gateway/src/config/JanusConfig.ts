@@ -12,11 +12,16 @@
  *   a typo of a real one, so the warning names the closest known variable.
  * - Defaults serve one developer machine: embedded database under `./.janus`,
  *   listening on 127.0.0.1:8080, no Redis.
+ * - Every default of the gateway lives here, once; the other modules read it
+ *   from `VARIABLES` (e.g. the rate limits). The cache TTLs are the exception:
+ *   storage also runs without the gateway, so their home is storage's
+ *   `CacheSettings.defaults`, which the variables here reference.
  *
  * `VARIABLES` is the list that deploy manifests and docs are checked against.
  *
  * @since 0.1.0
  */
+import * as CacheSettings from "@janus/storage/CacheSettings"
 import { Config, Console, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import * as OAuthVariables from "./OAuthVariables.ts"
 import * as OtelVariables from "./OtelVariables.ts"
@@ -87,8 +92,8 @@ export const VARIABLES = {
     Duration.millis(50),
     "How long a rate-limit decision waits for Redis before deciding in this instance's memory for a second"
   ),
-  CONFIG_CACHE_TTL: variable(Settings.duration(), Duration.seconds(5), "Config and client-token cache TTL"),
-  SECRET_CACHE_TTL: variable(Settings.duration(), Duration.seconds(30), "Secret cache TTL"),
+  CONFIG_CACHE_TTL: variable(Settings.duration(), CacheSettings.defaults.config, "Config and client-token cache TTL"),
+  SECRET_CACHE_TTL: variable(Settings.duration(), CacheSettings.defaults.secrets, "Secret cache TTL"),
   RESPONSE_CACHE_TTL: variable(
     Settings.duration(),
     Duration.zero,

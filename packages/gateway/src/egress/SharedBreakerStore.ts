@@ -14,14 +14,15 @@
  * - An admission is recorded in the store that gave it: memory generations
  *   are handed out negated (Redis' are positive). An outcome Redis cannot
  *   take is dropped: the call has already run.
- * - Start-up never waits for Redis: the connection is made in the
- *   background (reconnecting forever, backoff up to 2 s) and memory decides
- *   until it is up.
+ * - Start-up never waits for Redis: the connection (`redis/Redis.ts`:
+ *   reconnecting forever, backoff up to 2 s) is made in the background and
+ *   memory decides until it is up.
  *
  * @since 0.1.0
  */
 import { Cause, Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { CircuitBreaker } from "effect/persistence"
+import * as Redis from "../redis/Redis.ts"
 
 /** @since 0.1.0 */
 export interface SharedBreakerStoreOptions {
@@ -31,9 +32,6 @@ export interface SharedBreakerStoreOptions {
   readonly timeout?: Duration.Input | undefined
   readonly retryAfter?: Duration.Input | undefined
 }
-
-const reconnectStrategy = (retries: number): number =>
-  Math.min(50 * 2 ** Math.min(retries, 10), 2_000) + Math.floor(Math.random() * 100)
 
 /** Memory generations are negated (and shifted off 0) so `record` knows where an admission came from. */
 const toMemory = (generation: number) => -(generation + 1)
@@ -52,21 +50,14 @@ export const layer = (
       )
       const scope = yield* Effect.scope
       let redis: CircuitBreaker.CircuitBreakerStore["Service"] | undefined
-      // loaded only when Redis is configured: the redis client is hundreds of modules to load at start-up
-      yield* Effect.promise(() => import("@effect/platform-node/NodeRedis")).pipe(
-        Effect.flatMap((NodeRedis) =>
-          Layer.buildWithScope(
-            CircuitBreaker.layerStoreRedis({ prefix: options.prefix ?? "janus:breaker:" }).pipe(
-              Layer.provide(NodeRedis.layer({
-                url: options.url,
-                // fail at once while disconnected instead of queueing: memory decides meanwhile
-                disableOfflineQueue: true,
-                socket: { connectTimeout: 1_000, reconnectStrategy }
-              }))
-            ),
-            scope
-          )
-        ),
+      yield* Redis.withConnection(
+        options.url,
+        scope,
+        Layer.buildWithScope(
+          CircuitBreaker.layerStoreRedis({ prefix: options.prefix ?? `${Redis.KEY_PREFIX}breaker:` }),
+          scope
+        )
+      ).pipe(
         Effect.tap((context) =>
           Effect.sync(() => {
             redis = Context.get(context, CircuitBreaker.CircuitBreakerStore)

@@ -27,7 +27,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { endWhen } from "../http/StreamEnd.ts"
 
 /** The sse package's replay interface over storage's `broker_event` log. */
-export const EventLogLive: Layer.Layer<EventLog.EventLog, never, StorageEventLog> = Layer.effect(
+export const layerEventLog: Layer.Layer<EventLog.EventLog, never, StorageEventLog> = Layer.effect(
   EventLog.EventLog,
   Effect.map(Effect.service(StorageEventLog), (log) =>
     EventLog.EventLog.of({
@@ -39,7 +39,7 @@ export const EventLogLive: Layer.Layer<EventLog.EventLog, never, StorageEventLog
 )
 
 /** The hub, fed by every committed event for as long as the layer lives. */
-export const HubLive: Layer.Layer<Hub.Hub, never, StorageEventLog> = Layer.effectDiscard(
+export const layerHub: Layer.Layer<Hub.Hub, never, StorageEventLog> = Layer.effectDiscard(
   Effect.gen(function*() {
     const hub = yield* Hub.Hub
     const log = yield* StorageEventLog
@@ -50,7 +50,7 @@ export const HubLive: Layer.Layer<Hub.Hub, never, StorageEventLog> = Layer.effec
   })
 ).pipe(
   Layer.provideMerge(Hub.Hub.layer),
-  Layer.provide(EventLogLive)
+  Layer.provide(layerEventLog)
 )
 
 const filterOf = (request: HttpServerRequest.HttpServerRequest): Filter.Filter => {

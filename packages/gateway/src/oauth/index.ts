@@ -17,10 +17,10 @@
  * - `Challenge`, `BearerAuth`: RFC 6750 challenges, 401/403 step-up, 503.
  * - `DownstreamHeaders`: client tokens are never passed downstream.
  *
- * Wiring: `Security.OAuthLive` builds `OAuthLayer` from the `OAUTH_*`
+ * Wiring: `Security.layerOAuth` builds `OAuthLayer` from the `OAUTH_*`
  * variables with a plain `HttpClient` (issuer and JWKS URLs are
  * operator-configured, so not the SSRF-guarded downstream client);
- * `Security.ProtectedResourceMetadataLive` mounts the metadata routes;
+ * `Security.layerProtectedResourceMetadata` mounts the metadata routes;
  * admission sends tokens for which `looksLikeJwt` holds to `JwtVerifier`,
  * others to the client-token lookup. Never forward the incoming
  * `Authorization` header downstream (`withoutClientCredentials`).

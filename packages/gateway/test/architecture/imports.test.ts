@@ -5,7 +5,7 @@
  *
  * - No cycle between the top-level folders of `packages/gateway/src`: if `a/` imports from `b/`
  *   (directly or through a longer chain of folders), `b/` never imports from `a/`. The files directly
- *   in `src/` (Gateway.ts, Security.ts, StorageLive.ts, bin.ts, testing.ts) are no folder and are left
+ *   in `src/` (Gateway.ts, Security.ts, GatewayStorage.ts, bin.ts, testing.ts) are no folder and are left
  *   out of the graph: they compose the folders, `bin.ts` starts `cli/`, and `cli/serve` runs
  *   `Gateway.ts`, a chain of files and not a cycle.
  * - A package reaches another package only through its name or a subpath its package.json

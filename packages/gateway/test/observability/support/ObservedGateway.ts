@@ -15,7 +15,7 @@ import * as Downstream from "../../support/Downstream.ts"
 export { layer, layerOn }
 
 /** A plain Node server (no hardening limits) on JANUS_HOST:JANUS_PORT, as the drain test's process uses. */
-export const ServerLive = Layer.unwrap(Effect.gen(function*() {
+export const layerServer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
   return NodeHttpServer.layer(createServer, {
     host: config.JANUS_HOST,

@@ -14,8 +14,8 @@ import { Cause, Console, Effect, Exit, Layer, Redacted, Runtime } from "effect"
 import { HttpServer } from "effect/http"
 import { JanusConfig } from "../../../src/config/JanusConfig.ts"
 import { VERSION } from "../../../src/Gateway.ts"
+import * as GatewayStorage from "../../../src/GatewayStorage.ts"
 import { Logging, Otlp } from "../../../src/observability/index.ts"
-import { StorageLive } from "../../../src/StorageLive.ts"
 import * as ObservedGateway from "./ObservedGateway.ts"
 
 const seed = Effect.gen(function*() {
@@ -48,7 +48,7 @@ const announce = Effect.gen(function*() {
 })
 
 const Main = Layer.effectDiscard(announce).pipe(
-  Layer.provideMerge(ObservedGateway.layerOn({ server: ObservedGateway.ServerLive, storage: StorageLive }))
+  Layer.provideMerge(ObservedGateway.layerOn({ server: ObservedGateway.layerServer, storage: GatewayStorage.layer }))
 )
 
 Layer.launch(Main).pipe(

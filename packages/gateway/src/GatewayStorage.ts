@@ -26,7 +26,7 @@ export const describeStorage = (config: JanusConfig["Service"]): string =>
     onSome: () => "Postgres (DATABASE_URL)"
   })
 
-export const StorageLive = Layer.unwrap(Effect.gen(function*() {
+export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* JanusConfig
   const ttls = { configCacheTtl: config.CONFIG_CACHE_TTL, secretCacheTtl: config.SECRET_CACHE_TTL }
   return Option.match(config.DATABASE_URL, {
