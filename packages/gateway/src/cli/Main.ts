@@ -13,7 +13,11 @@ import { Logging } from "../observability/index.ts"
 import { audit } from "./Audit.ts"
 import { apply, export_ } from "./Configuration.ts"
 import { doctor, key, migrate } from "./Operations.ts"
-import { connection, endpoint, openapi, secret, token } from "./Resources.ts"
+import { connection } from "./resources/Connections.ts"
+import { endpoint } from "./resources/Endpoints.ts"
+import { openapi } from "./resources/OpenApi.ts"
+import { secret } from "./resources/Secrets.ts"
+import { token } from "./resources/Tokens.ts"
 import { serve } from "./Serve.ts"
 
 const janus = Command.make("janus").pipe(
