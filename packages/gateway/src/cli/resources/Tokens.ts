@@ -1,0 +1,151 @@
+/**
+ * `janus token create|list|revoke`: the client tokens MCP clients present.
+ *
+ * **Rules**
+ *
+ * - `token create` prints the token once (stdout only); it is stored as a
+ *   hash and never printed again. `list` and `revoke` show its id, name and
+ *   prefix, never its value.
+ * - `--expires` is a duration from now (`30d`, `12h`, `45m`) or an ISO-8601
+ *   date/time, and must lie in the future; without it the token never
+ *   expires. `--tools` and `--servers` restrict it (default: every tool and
+ *   every virtual server).
+ * - `token revoke` takes an id, or a name when exactly one active token has
+ *   it.
+ * - `--json` prints machine-readable output on stdout; progress and notes go
+ *   to stderr.
+ *
+ * @since 0.1.0
+ */
+import { ClientTokens } from "@janus/storage"
+import { Console, Effect, Option, Redacted } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { handled, json, printJson, splitList } from "../Support.ts"
+import { fail, stored, withStorage } from "./Resource.ts"
+
+/** `30d`, `12h`, `45m` from now, or an ISO-8601 date/time. */
+export const parseExpires = (raw: string, now: Date): Date | undefined => {
+  const relative = /^(\d+)\s*([dhm])$/.exec(raw.trim())
+  if (relative) {
+    const unit = relative[2] === "d" ? 86_400_000 : relative[2] === "h" ? 3_600_000 : 60_000
+    return new Date(now.getTime() + Number(relative[1]) * unit)
+  }
+  if (!/^\d{4}-\d{2}-\d{2}/.test(raw.trim())) return undefined
+  const date = new Date(raw.trim())
+  return Number.isNaN(date.getTime()) ? undefined : date
+}
+
+const tokenView = (t: {
+  id: string
+  name: string
+  prefix: string
+  allowedTools: ReadonlyArray<string> | null
+  allowedVirtualServers: ReadonlyArray<string> | null
+  expiresAt: Date | null
+  revokedAt: Date | null
+  lastUsedAt: Date | null
+  createdAt: Date
+}) => ({
+  id: t.id,
+  name: t.name,
+  prefix: t.prefix,
+  tools: t.allowedTools,
+  servers: t.allowedVirtualServers,
+  expiresAt: t.expiresAt?.toISOString() ?? null,
+  revokedAt: t.revokedAt?.toISOString() ?? null,
+  lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
+  createdAt: t.createdAt.toISOString()
+})
+
+const tokenCreate = Command.make("create", {
+  name: Argument.String("name").pipe(Argument.withDescription("A name for the token (who or what uses it)")),
+  tools: Flag.String("tools").pipe(
+    Flag.withDescription("Comma-separated tool names the token may call (default: every tool)"),
+    Flag.optional
+  ),
+  servers: Flag.String("servers").pipe(
+    Flag.withDescription("Comma-separated virtual servers the token may use (default: every server)"),
+    Flag.optional
+  ),
+  expires: Flag.String("expires").pipe(
+    Flag.withDescription("Expiry: 30d, 12h, 45m from now, or an ISO date such as 2027-01-31 (default: never)"),
+    Flag.optional
+  ),
+  json
+}, (input) =>
+  handled(Effect.gen(function*() {
+    const now = new Date()
+    let expiresAt: Date | null = null
+    if (Option.isSome(input.expires)) {
+      const parsed = parseExpires(input.expires.value, now)
+      if (parsed === undefined) {
+        return yield* fail(
+          `--expires ${JSON.stringify(input.expires.value)} is not a duration or a date`,
+          "use 30d, 12h, 45m or an ISO date such as 2027-01-31"
+        )
+      }
+      if (parsed.getTime() <= now.getTime()) {
+        return yield* fail(`--expires ${input.expires.value} is in the past`, "give a future date or a duration")
+      }
+      expiresAt = parsed
+    }
+    return yield* stored(Effect.gen(function*() {
+      const created = yield* (yield* ClientTokens).create({
+        name: input.name,
+        allowedTools: Option.match(input.tools, { onNone: () => null, onSome: splitList }),
+        allowedVirtualServers: Option.match(input.servers, { onNone: () => null, onSome: splitList }),
+        expiresAt
+      })
+      const plaintext = Redacted.value(created.plaintext)
+      if (input.json) return yield* printJson({ ...tokenView(created.token), token: plaintext })
+      yield* Console.log(`Created client token ${created.token.name} (id ${created.token.id})`)
+      yield* Console.log("Token (shown once; store it now, it cannot be shown again):")
+      yield* Console.log(`  ${plaintext}`)
+    }))
+  }))).pipe(Command.withDescription("Create a client token; prints it once"))
+
+const tokenList = Command.make("list", { json }, (input) =>
+  withStorage(Effect.gen(function*() {
+    const tokens = yield* (yield* ClientTokens).list
+    if (input.json) return yield* printJson(tokens.map(tokenView))
+    if (tokens.length === 0) return yield* Console.log("No client tokens. Create one with `janus token create NAME`.")
+    const now = new Date()
+    for (const t of tokens) {
+      const state = t.revokedAt ? "revoked" : t.isActiveAt(now) ? "active" : "expired"
+      yield* Console.log(
+        `${t.id}  ${t.prefix}…  ${state.padEnd(7)}  ${t.name}` +
+          (t.allowedTools ? `  tools=${t.allowedTools.join(",")}` : "") +
+          (t.allowedVirtualServers ? `  servers=${t.allowedVirtualServers.join(",")}` : "") +
+          (t.expiresAt ? `  expires=${t.expiresAt.toISOString()}` : "")
+      )
+    }
+  }))).pipe(Command.withDescription("List client tokens (never their values)"))
+
+const tokenRevoke = Command.make("revoke", {
+  token: Argument.String("id-or-name").pipe(Argument.withDescription("The token's id, or its name when unique")),
+  json
+}, (input) =>
+  withStorage(Effect.gen(function*() {
+    const tokens = yield* ClientTokens
+    const all = yield* tokens.list
+    const byId = all.find((t) => t.id === input.token)
+    const byName = all.filter((t) => t.name === input.token && t.revokedAt === null)
+    if (byId === undefined && byName.length > 1) {
+      return yield* fail(
+        `${byName.length} active tokens are named ${JSON.stringify(input.token)}`,
+        "revoke by id (see `janus token list`)"
+      )
+    }
+    const target = byId ?? byName[0]
+    if (target === undefined) {
+      return yield* fail(`no client token has the id or name ${JSON.stringify(input.token)}`, "see `janus token list`")
+    }
+    const revoked = yield* tokens.revoke(target.id)
+    if (input.json) return yield* printJson(tokenView(revoked))
+    yield* Console.log(`Revoked client token ${revoked.name} (id ${revoked.id})`)
+  }))).pipe(Command.withDescription("Revoke a client token"))
+
+export const token = Command.make("token").pipe(
+  Command.withDescription("Client tokens: create, list, revoke"),
+  Command.withSubcommands([tokenCreate, tokenList, tokenRevoke])
+)
