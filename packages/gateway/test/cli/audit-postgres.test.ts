@@ -7,14 +7,15 @@
  * material, secret value, token value, hash and prefix used: none is there. (`janus audit verify` on these rows is tested in
  * usage-postgres.test.ts.)
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { PostgresClient } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
-import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Effect, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import * as Path from "node:path"
 import { FIXTURES, freePort, janus } from "./run.ts"
+import { testDatabase } from "./TestDatabase.ts"
 
 interface Row {
   readonly identity: string
@@ -28,23 +29,12 @@ interface Row {
 
 describe("CLI admin changes in the audit trail (Postgres)", async () => {
   const available = await StorageTesting.requirePostgres()
-  let scope: Scope.Closeable
-  let url = ""
-
-  beforeAll(async () => {
-    if (!available) return
-    scope = Effect.runSync(Scope.make())
-    const context = await Effect.runPromise(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
-    url = Redacted.value(Context.get(context, StorageTesting.TestDatabase).url)
-  }, 60_000)
-  afterAll(async () => {
-    if (available) await Effect.runPromise(Scope.close(scope, Exit.void))
-  })
+  const database = testDatabase(available)
 
   const query = <A>(body: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
     Effect.runPromise(
       Effect.scoped(Effect.flatMap(Effect.service(SqlClient.SqlClient), body)).pipe(
-        Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
+        Effect.provide(PostgresClient.layer({ url: Redacted.make(database.url()), maxConnections: 1 }))
       )
     )
 
@@ -58,7 +48,7 @@ describe("CLI admin changes in the audit trail (Postgres)", async () => {
     "key rotate, openapi import, apply, token revoke: one row each change, no credential",
     async () => {
       const oldKey = randomBytes(32).toString("base64")
-      const env = { DATABASE_URL: url, JANUS_MASTER_KEY: oldKey, JANUS_PORT: String(await freePort()) }
+      const env = { DATABASE_URL: database.url(), JANUS_MASTER_KEY: oldKey, JANUS_PORT: String(await freePort()) }
       const expiresAt = "2031-01-01T00:00:00Z"
       const secretValue = `cli-secret-${randomBytes(8).toString("hex")}`
 

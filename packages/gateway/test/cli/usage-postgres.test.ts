@@ -2,13 +2,14 @@
  * `janus` usage errors and flag validation (no database opened), and
  * `migrate` / `doctor` against a real Postgres test database.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { PostgresClient } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
-import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Effect, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import { freePort, janus, tempHome } from "./run.ts"
+import { testDatabase } from "./TestDatabase.ts"
 
 const COMMANDS = [
   "serve",
@@ -93,22 +94,11 @@ describe.concurrent("janus usage and flag errors", () => {
 
 describe.concurrent("janus migrate and doctor on Postgres", async () => {
   const available = await StorageTesting.requirePostgres()
-  let scope: Scope.Closeable
-  let url = ""
+  const database = testDatabase(available)
   const key = randomBytes(32).toString("base64")
 
-  beforeAll(async () => {
-    if (!available) return
-    scope = Effect.runSync(Scope.make())
-    const context = await Effect.runPromise(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
-    url = Redacted.value(Context.get(context, StorageTesting.TestDatabase).url)
-  }, 60_000)
-  afterAll(async () => {
-    if (available) await Effect.runPromise(Scope.close(scope, Exit.void))
-  })
-
   it.skipIf(!available)("doctor fails before migrate, migrate applies, doctor passes; unreachable fails", async () => {
-    const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
+    const env = { DATABASE_URL: database.url(), JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     let r = await janus(["doctor"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
     assert.match(r.stdout, /FAIL {2}database: reachable; 11 migration\(s\) pending: run `janus migrate`/)
@@ -134,7 +124,7 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
       assert.match(r.stdout, /All checks passed\./)
     }
 
-    const down = new URL(url)
+    const down = new URL(database.url())
     down.port = String(await freePort())
     r = await janus(["doctor", "--json"], { ...env, DATABASE_URL: down.toString() })
     assert.strictEqual(r.code, 1)
@@ -152,23 +142,12 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
 
 describe("janus audit verify on Postgres", async () => {
   const available = await StorageTesting.requirePostgres()
-  let scope: Scope.Closeable
-  let url = ""
+  // a database of its own: the suite above expects a fresh one when it starts
+  const database = testDatabase(available)
   const key = randomBytes(32).toString("base64")
 
-  // a database of its own: the suite above expects a fresh one when it starts
-  beforeAll(async () => {
-    if (!available) return
-    scope = Effect.runSync(Scope.make())
-    const context = await Effect.runPromise(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
-    url = Redacted.value(Context.get(context, StorageTesting.TestDatabase).url)
-  }, 60_000)
-  afterAll(async () => {
-    if (available) await Effect.runPromise(Scope.close(scope, Exit.void))
-  })
-
   it.skipIf(!available)("janus audit verify: passes, then names the record edited in the database", async () => {
-    const env = { DATABASE_URL: url, JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
+    const env = { DATABASE_URL: database.url(), JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     // CLI changes are audited (cli:<user>), each command on a chain of its own
     for (const name of ["audit-a", "audit-b", "audit-c"]) {
       const made = await janus(["token", "create", name], env)
@@ -203,7 +182,7 @@ describe("janus audit verify on Postgres", async () => {
         assert.strictEqual(forged.length, 1)
         forgedChain = forged[0]!.chain
         return found
-      })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+      })).pipe(Effect.provide(PostgresClient.layer({ url: Redacted.make(database.url()), maxConnections: 1 })))
     )
     assert.strictEqual(rows.length, 1, "one admin row for the CLI's token create")
     assert.strictEqual(rows[0]!.iface, "cli")
