@@ -20,14 +20,46 @@ export const useTokenNames = (): ReadonlyMap<string, string> => {
 
 const bytes = (n: unknown) => typeof n === "number" ? `${n} B` : "—"
 
-/** One call's record, in full. */
-export const CallDetail = (props: { row: any; caller: string; onClose: () => void }) => {
-  const { row } = props
+/** A record's panel: scrolled into view and focused when it opens, its fields as a list, then `children`. */
+const Detail = (props: {
+  kind: "Call" | "Change"
+  /** The record shown: a new one scrolls and focuses the panel again. */
+  record: unknown
+  id: unknown
+  title: preact.ComponentChildren
+  label: string
+  testId: string
+  items: ReadonlyArray<readonly [string, preact.ComponentChildren]>
+  onClose: () => void
+  children: preact.ComponentChildren
+}) => {
   const box = useRef<HTMLElement>(null)
   useEffect(() => {
     box.current?.scrollIntoView({ block: "nearest" })
     box.current?.focus()
-  }, [row])
+  }, [props.record])
+  return (
+    <section class="card detail" aria-label={props.label} tabIndex={-1} ref={box} data-testid={props.testId}>
+      <div class="page-head">
+        <h2>{props.kind} {props.id === undefined ? "(live)" : `#${props.id}`}: {props.title}</h2>
+        <button type="button" class="secondary" onClick={props.onClose}>Close</button>
+      </div>
+      <dl>
+        {props.items.map(([k, v]) => (
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </div>
+        ))}
+      </dl>
+      {props.children}
+    </section>
+  )
+}
+
+/** One call's record, in full. */
+export const CallDetail = (props: { row: any; caller: string; onClose: () => void }) => {
+  const { row } = props
   const items: Array<[string, preact.ComponentChildren]> = [
     ["Time", time(row.at)],
     ["Tool", row.tool],
@@ -43,30 +75,21 @@ export const CallDetail = (props: { row: any; caller: string; onClose: () => voi
     ["Error", row.error ?? row.errorMessage ?? (row.outcome === "ok" ? "—" : "— (no text recorded)")]
   ]
   return (
-    <section
-      class="card detail"
-      aria-label={`Call ${row.id ?? ""} details`}
-      tabIndex={-1}
-      ref={box}
-      data-testid="call-detail"
+    <Detail
+      kind="Call"
+      record={row}
+      id={row.id}
+      title={row.tool}
+      label={`Call ${row.id ?? ""} details`}
+      testId="call-detail"
+      items={items}
+      onClose={props.onClose}
     >
-      <div class="page-head">
-        <h2>Call {row.id === undefined ? "(live)" : `#${row.id}`}: {row.tool}</h2>
-        <button type="button" class="secondary" onClick={props.onClose}>Close</button>
-      </div>
-      <dl>
-        {items.map(([k, v]) => (
-          <div key={k}>
-            <dt>{k}</dt>
-            <dd>{v}</dd>
-          </div>
-        ))}
-      </dl>
       <h3>Arguments (as stored)</h3>
       {row.arguments === undefined || row.arguments === null
         ? <p class="hint">Not stored: the audit log keeps sizes and counts only ({bytes(row.bytesIn)} in).</p>
         : <pre tabIndex={0}>{JSON.stringify(row.arguments, null, 2)}</pre>}
-    </section>
+    </Detail>
   )
 }
 
@@ -75,11 +98,6 @@ const orDash = (v: unknown) => v === null || v === undefined || v === "" ? "—"
 /** One admin change's record, in full: who, through what, from where, and every changed field. */
 export const ChangeDetail = (props: { row: any; caller: string; onClose: () => void }) => {
   const { row } = props
-  const box = useRef<HTMLElement>(null)
-  useEffect(() => {
-    box.current?.scrollIntoView({ block: "nearest" })
-    box.current?.focus()
-  }, [row])
   const title = changeTitle(row)
   const items: Array<[string, string]> = [
     ["Time", time(row.at)],
@@ -92,31 +110,22 @@ export const ChangeDetail = (props: { row: any; caller: string; onClose: () => v
     ["Client IP", orDash(row.clientIp)]
   ]
   return (
-    <section
-      class="card detail"
-      aria-label={`Change ${title} details`}
-      tabIndex={-1}
-      ref={box}
-      data-testid="change-detail"
+    <Detail
+      kind="Change"
+      record={row}
+      id={row.id}
+      title={title}
+      label={`Change ${title} details`}
+      testId="change-detail"
+      items={items}
+      onClose={props.onClose}
     >
-      <div class="page-head">
-        <h2>Change {row.id === undefined ? "(live)" : `#${row.id}`}: {title}</h2>
-        <button type="button" class="secondary" onClick={props.onClose}>Close</button>
-      </div>
-      <dl>
-        {items.map(([k, v]) => (
-          <div key={k}>
-            <dt>{k}</dt>
-            <dd>{v}</dd>
-          </div>
-        ))}
-      </dl>
       <h3>Fields changed</h3>
       <Diff
         lines={changeLines(row.changes).map((l) => ({ ...l, children: l.text }))}
         label={`Fields changed: ${title}`}
       />
-    </section>
+    </Detail>
   )
 }
 
