@@ -20,7 +20,9 @@
  *   bound to the tool it was issued for.
  * - Checked in this order, each with its own sentence: the form and tag
  *   (altered, or not issued by this gateway), the caller, the tool, the
- *   expiry. Tags are compared in constant time.
+ *   expiry. Tags are compared in constant time, and only in their canonical
+ *   base64url spelling (a last character differing in its unused bits is a
+ *   changed token, refused as altered).
  *
  * `node:crypto` directly, as `@janus/storage`'s `Crypto.ts` does: one
  * synchronous HMAC per round of a held call.
@@ -118,6 +120,9 @@ export const make = (masterKey: MasterKey["Service"]) => {
       }
       const expected = tag(keyFor(k, master.value.key), `${parts[0]}.${parts[1]}`)
       const given = Buffer.from(parts[2]!, "base64url")
+      // only the canonical spelling of the tag: base64url's last character carries unused low bits, so
+      // other spellings decode to the same bytes, and a changed token must never be accepted
+      if (encode(given) !== parts[2]) return refused(ALTERED)
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return refused(ALTERED)
       if (c !== callerDigest(callerId)) {
         return refused(
