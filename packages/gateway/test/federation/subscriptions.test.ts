@@ -129,9 +129,21 @@ const startNew = async (observed: Observed) => {
     } catch {
       // not JSON: the SDK answers it
     }
-    for (const uri of uris) observed.watching.push(uri)
+    // watched from the SDK's first write on the listen (its acknowledgement), not from the request's arrival:
+    // an update sent before the SDK has taken the listen reaches nobody, and a loaded machine widens that gap
+    let watched = false
+    if (uris.length > 0) {
+      const write = res.write.bind(res) as (...args: Array<unknown>) => boolean
+      res.write = ((...args: Array<unknown>) => {
+        if (!watched) {
+          watched = true
+          for (const uri of uris) observed.watching.push(uri)
+        }
+        return write(...args)
+      }) as typeof res.write
+    }
     res.on("close", () => {
-      for (const uri of uris) observed.watching.splice(observed.watching.indexOf(uri), 1)
+      if (watched) { for (const uri of uris) observed.watching.splice(observed.watching.indexOf(uri), 1) }
     })
     const replay = {
       method: req.method,
@@ -362,7 +374,7 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("resource subsc
         yield* waitUntil(
           Effect.sync(() => updated().includes("new://watched") && updated().includes("old://watched")),
           "both updates on the listen"
-        )
+        ).pipe(Effect.tapDefect(() => Effect.sync(() => console.log(`updates heard: ${JSON.stringify(updated())}`))))
         assert.strictEqual(
           messages.find((m) => m.method === "notifications/resources/updated").params._meta[
             "io.modelcontextprotocol/subscriptionId"
