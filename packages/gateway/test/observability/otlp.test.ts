@@ -194,7 +194,14 @@ for (const protocol of ["http/json", "http/protobuf", "grpc"] as const) {
           // exemplars point at the sampled traces of the calls, in every protocol
           assert.isDefined(point, "a call-duration data point for get_pet with an exemplar, exported after the call")
           assert.isAtLeast(Number(point.count), 1)
-          const exported = new Set(Receiver.spans(receiver).map((s) => `${s.traceId}/${s.spanId}`))
+          // spans and metrics are exported by separate batches: the exemplar's span may come a flush later
+          const exportedSpans = () => new Set(Receiver.spans(receiver).map((s) => `${s.traceId}/${s.spanId}`))
+          const allExported = () => point.exemplars.every((e: any) => exportedSpans().has(`${e.traceId}/${e.spanId}`))
+          for (let i = 0; i < 50 && !allExported(); i++) {
+            yield* flush
+            if (!allExported()) yield* Effect.sleep("100 millis")
+          }
+          const exported = exportedSpans()
           for (const exemplar of point.exemplars) {
             assert.isTrue(exported.has(`${exemplar.traceId}/${exemplar.spanId}`), "the exemplar's span was exported")
             assert.isAbove(Number(exemplar.asDouble), 0)
