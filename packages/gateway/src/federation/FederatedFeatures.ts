@@ -279,9 +279,10 @@ export const make = Effect.fnUntraced(function*(
     route,
     changes: Stream.fromPubSub(changes),
     updatesFor: (caller) =>
-      Stream.unwrap(
-        Effect.sync(() =>
-          Stream.flatMap(pool().updates, (update) =>
+      Effect.map(
+        pool().subscribeUpdates,
+        (updates) =>
+          Stream.flatMap(updates, (update) =>
             Stream.fromIterableEffect(Effect.map(view(caller), (v) =>
               // as the upstream gives the URI, and qualified with its connection, where it leads to this resource
               [update.uri, qualify(update.connection, update.uri)].filter((name) =>
@@ -289,7 +290,6 @@ export const make = Effect.fnUntraced(function*(
                   target.upstream.connection.name === update.connection && target.name === update.uri
                 )
               ))))
-        )
       )
   })
 

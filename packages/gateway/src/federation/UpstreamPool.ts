@@ -98,6 +98,8 @@ export interface UpstreamPool {
   readonly health: UpstreamHealth["Service"]
   /** `notifications/resources/updated` of every upstream. */
   readonly updates: Stream.Stream<ResourceUpdate>
+  /** The same, subscribed when this runs (not when first pulled): nothing published after it is missed. */
+  readonly subscribeUpdates: Effect.Effect<Stream.Stream<ResourceUpdate>, never, Scope.Scope>
 }
 
 /** What changed for clients. */
@@ -439,7 +441,13 @@ export const make = Effect.fnUntraced(function*(
     changes: Stream.fromPubSub(statusChanges)
   })
 
-  return { upstreams, awaitFirst, health, updates: Stream.fromPubSub(updates) } satisfies UpstreamPool
+  return {
+    upstreams,
+    awaitFirst,
+    health,
+    updates: Stream.fromPubSub(updates),
+    subscribeUpdates: Effect.map(PubSub.subscribe(updates), Stream.fromSubscription)
+  } satisfies UpstreamPool
 }) as (
   options: FederationOptions,
   changed: (kind: ChangeKind) => Effect.Effect<void>

@@ -22,7 +22,9 @@
  *   upstream (`notifications/resources/updated`), the URIs under which the
  *   caller's view serves it: none when its upstream is outside that view, so
  *   a caller never hears of another view's resources, even one with the
- *   same URI.
+ *   same URI. It subscribes when it runs, not when its stream is first
+ *   pulled: a listen subscribes before it holds its URIs and acknowledges,
+ *   so an update the upstream sends right after it was asked is not lost.
  * - `hold(caller, uri)` keeps the owner of `uri` telling of its updates
  *   until the scope closes: a 2025 session holds each URI it subscribed to
  *   until it unsubscribes or ends, a 2026-07-28 `subscriptions/listen` its
@@ -85,7 +87,8 @@ export class Features extends Context.Service<Features, {
     params: Readonly<Record<string, unknown>>
   ) => Effect.Effect<Route, ProtocolError>
   readonly changes: Stream.Stream<ChangeKind>
-  readonly updatesFor: (caller: Caller) => Stream.Stream<string>
+  /** Subscribes when run (before the caller holds anything, so no update is missed); see the module doc. */
+  readonly updatesFor: (caller: Caller) => Effect.Effect<Stream.Stream<string>, never, Scope.Scope>
   readonly hold: (caller: Caller, uri: string) => Effect.Effect<boolean, never, Scope.Scope>
 }>()("@janus/gateway/mcp/Features") {
   /** Nothing besides tools: empty lists, no capabilities. */
@@ -96,7 +99,7 @@ export class Features extends Context.Service<Features, {
       list: () => Effect.succeed([]),
       route: () => Effect.die(new Error("Features.layerEmpty routes nothing")),
       changes: Stream.never,
-      updatesFor: () => Stream.never,
+      updatesFor: () => Effect.succeed(Stream.never),
       hold: () => Effect.succeed(false)
     })
   )

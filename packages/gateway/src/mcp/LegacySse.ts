@@ -127,10 +127,11 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         yield* Effect.addFinalizer(() => Effect.sync(() => sessions.delete(id)))
         const changes = yield* signals.subscribe
         const session = sessions.get(id)!
+        const updates = Option.isSome(features) ? yield* features.value.updatesFor(gated) : Stream.empty
         const other = Option.isNone(features) ? Stream.empty : Stream.merge(
           Stream.map(features.value.changes, (kind) =>
             Sse.named("message", encodeNotification(`notifications/${kind}/list_changed`))),
-          features.value.updatesFor(gated).pipe(
+          updates.pipe(
             Stream.filter((uri) =>
               session.subscribed.has("", uri)
             ),

@@ -675,9 +675,10 @@ export const make = Effect.fnUntraced(function*(options: StatefulOptions) {
         )
         if (Option.isSome(features)) {
           // prompts and resources list changes, and updates of the resources this session subscribed to
+          const updates = yield* features.value.updatesFor(caller)
           const other = Stream.merge(
             Stream.map(features.value.changes, (kind) => encodeNotification(`notifications/${kind}/list_changed`)),
-            features.value.updatesFor(caller).pipe(
+            updates.pipe(
               Stream.filter((uri) => subscribed.has(session.id, uri)),
               Stream.map((uri) => encodeNotification("notifications/resources/updated", JSON.stringify({ uri })))
             )

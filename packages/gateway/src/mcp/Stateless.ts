@@ -339,6 +339,8 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     )
     const events = Stream.unwrap(Effect.gen(function*() {
       const changes = honored.toolsListChanged === true ? yield* signals.subscribe : Stream.never
+      // subscribed before the URIs are held: an update sent as soon as an upstream is asked is not missed
+      const updates = Option.isSome(features) ? yield* features.value.updatesFor(caller) : Stream.empty
       // the owners of the URIs in the caller's view tell of their updates while this listen is open
       const held = Option.isSome(features) ? yield* Effect.filter(uris, (uri) => features.value.hold(caller, uri)) : []
       for (const uri of held) wanted.add(uri)
@@ -355,7 +357,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
           ),
           Stream.map((kind) => Sse.message(encodeNotification(`notifications/${kind}/list_changed`, `{${meta}}`)))
         ),
-        features.value.updatesFor(caller).pipe(
+        updates.pipe(
           Stream.filter((uri) => wanted.has(uri)),
           Stream.map((uri) =>
             Sse.message(encodeNotification("notifications/resources/updated", `{${meta},"uri":${JSON.stringify(uri)}}`))

@@ -19,7 +19,7 @@ const counting = () => {
     list: () => Effect.succeed([]),
     route: () => Effect.die(new Error("not routed")),
     changes: Stream.never,
-    updatesFor: () => Stream.never,
+    updatesFor: () => Effect.succeed(Stream.never),
     hold: (_caller, uri) =>
       Effect.andThen(
         Effect.sync(() => add(uri, 1)),
