@@ -28,8 +28,14 @@
  * - A fiber flushes the buffer every `flushInterval` (1 second), at once when
  *   `batchSize` (500) records are waiting, and once more when the scope
  *   closes. A flush writes batches of at most `batchSize` records, each with
- *   ONE multi-row INSERT in its own transaction (with the head: read `FOR
- *   UPDATE`, then moved and signed).
+ *   ONE statement: the head moves (and is re-signed) only if it is still
+ *   what this writer last wrote, and the rows are inserted only if it moved
+ *   (`fastWrite`: one round trip per batch, where a transaction takes five).
+ *   When the head is not what the writer last saw (the first batch of a
+ *   process, retention moved its start, a rotation re-signed it, or someone
+ *   rewrote it), nothing is written and the batch goes the checked way: one
+ *   transaction that reads the head `FOR UPDATE`, checks its MAC, inserts,
+ *   and moves it (signed only if it was).
  * - A batch that fails because the database failed goes back to the front
  *   of the buffer, in order, and the fiber retries with exponential backoff
  *   (200 ms doubling up to `maxBackoff`, 30 s): an outage loses nothing as
@@ -156,6 +162,23 @@ interface Position {
   readonly hash: string
 }
 
+/** The head as this writer last wrote and signed it (what the one-statement write expects to find). */
+interface KnownHead {
+  readonly firstSeq: number
+  readonly firstPrevHash: string
+  readonly mac: string
+  readonly keyId: string
+}
+
+/** The columns a batch writes (every column of `audit_records` but `id`). */
+const ROW_COLUMNS = [
+  "kind", "at", "identity", "tool", "method", "connection", "outcome", "status", "duration_ms", "bytes_in",
+  "bytes_out", "redactions", "request_id", "trace_id", "caller_name", "caller_subject", "caller_client",
+  "credential_kind", "credential_fingerprint", "bucket", "client_ip", "repeats", "action", "resource_kind",
+  "resource_id", "resource_name", "version_before", "version_after", "changes", "interface", "chain", "seq",
+  "prev_hash", "hash"
+].join(", ")
+
 const defaultChain = (): string => `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
 
 // -----------------------------------------------------------------------------
@@ -183,6 +206,8 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   // where this writer's chain stands (only the flush, under `writing`, moves it)
   let position: Position = { seq: 0, hash: "" }
   let warnedForged = false
+  // the signed head this writer last wrote, while nobody else has moved it; undefined = take the checked way
+  let known: KnownHead | undefined
 
   const drops = DropReport.make({
     metric: dropped,
@@ -257,6 +282,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
             "rewritten in the database); records are still written, the head is not re-signed"
         )
       }
+      known = signed === undefined ? undefined : { firstSeq, firstPrevHash, mac: signed.mac, keyId: signed.keyId }
       yield* sql`INSERT INTO audit_chains (chain, first_seq, first_prev_hash, last_seq, last_hash, head_mac,
           head_key_id)
         VALUES (${chain}, ${firstSeq}, ${firstPrevHash}, ${to.seq}, ${to.hash}, ${signed?.mac ?? null},
@@ -271,12 +297,56 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     return row === undefined ? otherwise : { seq: row.seq, hash: row.hash }
   }
 
-  /** One INSERT of the whole batch and the head, in one transaction; the new position. */
+  /**
+   * The batch and the head in ONE statement, when the head is still `known`: the UPDATE matches only the head
+   * this writer last wrote (start, end, MAC and key), and the INSERT runs only if it did. The rows travel as
+   * one JSON array typed by the table's own row type, so one parameter carries the whole batch. Whether the
+   * head moved (false: nothing was written).
+   */
+  const fastWrite = (rows: ReadonlyArray<ChainedRow>, from: Position, to: Position, head: KnownHead) =>
+    Effect.flatMap(
+      AuditHeads.sign(keys, {
+        chain,
+        firstSeq: head.firstSeq,
+        firstPrevHash: head.firstPrevHash,
+        lastSeq: to.seq,
+        lastHash: to.hash
+      }),
+      (signed) =>
+        sql<{ moved: number }>`WITH head AS (
+            UPDATE audit_chains SET last_seq = ${to.seq}, last_hash = ${to.hash}, head_mac = ${signed.mac},
+              head_key_id = ${signed.keyId}, updated_at = now()
+            WHERE chain = ${chain} AND first_seq = ${head.firstSeq} AND first_prev_hash = ${head.firstPrevHash}
+              AND last_seq = ${from.seq} AND last_hash = ${from.hash} AND head_mac = ${head.mac}
+              AND head_key_id = ${head.keyId}
+            RETURNING 1
+          ), inserted AS (
+            INSERT INTO audit_records (${sql.literal(ROW_COLUMNS)})
+            SELECT ${sql.literal(ROW_COLUMNS)}
+            FROM jsonb_populate_recordset(NULL::audit_records, ${JSON.stringify(rows)}::jsonb) WITH ORDINALITY
+            WHERE EXISTS (SELECT 1 FROM head) ORDER BY ordinality
+          )
+          SELECT count(*)::int AS moved FROM head`.pipe(
+          Effect.map((result) => {
+            if (result[0]?.moved !== 1) return false
+            known = { ...head, mac: signed.mac, keyId: signed.keyId }
+            return true
+          })
+        )
+    )
+
+  /** The whole batch and the head: one statement when the head is `known`, else checked in a transaction. */
   const writeAll = (batch: ReadonlyArray<InsertRow>) =>
     Effect.suspend(() => {
       const rows = chained(batch, position)
       const to = last(rows, position)
-      return Effect.as(sql.withTransaction(Effect.andThen(insert(rows), moveHead(to))), to)
+      const checked = Effect.as(sql.withTransaction(Effect.andThen(insert(rows), moveHead(to))), to)
+      if (known === undefined || rows.length === 0) return checked
+      return Effect.flatMap(fastWrite(rows, position, to, known), (moved) => {
+        if (moved) return Effect.succeed(to)
+        known = undefined
+        return checked
+      })
     })
 
   /**

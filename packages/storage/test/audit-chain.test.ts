@@ -102,6 +102,14 @@ for (const backend of backends<Services>(postgres)) {
           const groups = yield* batches(who)
           assert.strictEqual(groups.reduce((a, b) => a + b, 0), 201, "every record written when the calls return")
           assert.isAtMost(groups.length, 4, `group commit: 200 concurrent records in a few INSERTs, got ${groups}`)
+          // each batch moved the head in its own transaction: the head is the last batch's
+          const sql = yield* SqlClient.SqlClient
+          const [rows] = yield* sql<{ rows: string; head: string; seq: unknown }>`
+            SELECT (SELECT xmin::text FROM audit_records WHERE chain = ${log.chain} ORDER BY seq DESC LIMIT 1) AS rows,
+              xmin::text AS head, last_seq AS seq FROM audit_chains WHERE chain = ${log.chain}`
+          assert.strictEqual(rows!.head, rows!.rows)
+          assert.strictEqual(Number(rows!.seq), 201)
+          assert.isUndefined(yield* problemOf(log.chain))
         })))
 
       it.effect("three writers on a busy log: every chain verifies; verify reads a consistent prefix", () =>
@@ -200,12 +208,19 @@ for (const backend of backends<Services>(postgres)) {
       it.effect("a head without a MAC (written before 0011) verifies and is noted unsigned; a signed head is not", () =>
         Effect.scoped(Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
-          const { chain } = yield* chainOf10("unsigned")
+          const { chain, log } = yield* chainOf10("unsigned")
           assert.notInclude((yield* AuditChain.verify()).unsigned, chain)
           yield* sql`UPDATE audit_chains SET head_mac = NULL, head_key_id = NULL WHERE chain = ${chain}`
           const report = yield* AuditChain.verify()
           assert.isUndefined(report.problems.find((p) => p.chain === chain))
           assert.include(report.unsigned, chain)
+          // the writer's next batch (which expected its own signed head) moves the head but does not sign it
+          yield* log.record(entry(chain, 11))
+          const after = yield* AuditChain.verify()
+          assert.isUndefined(after.problems.find((p) => p.chain === chain))
+          assert.include(after.unsigned, chain)
+          const [head] = yield* sql<{ last_seq: unknown }>`SELECT last_seq FROM audit_chains WHERE chain = ${chain}`
+          assert.strictEqual(Number(head!.last_seq), 11)
         })))
 
       it.effect("key rotation re-signs every valid head under the new key; a forged head stays forged", () =>
