@@ -172,11 +172,40 @@ interface KnownHead {
 
 /** The columns a batch writes (every column of `audit_records` but `id`). */
 const ROW_COLUMNS = [
-  "kind", "at", "identity", "tool", "method", "connection", "outcome", "status", "duration_ms", "bytes_in",
-  "bytes_out", "redactions", "request_id", "trace_id", "caller_name", "caller_subject", "caller_client",
-  "credential_kind", "credential_fingerprint", "bucket", "client_ip", "repeats", "action", "resource_kind",
-  "resource_id", "resource_name", "version_before", "version_after", "changes", "interface", "chain", "seq",
-  "prev_hash", "hash"
+  "kind",
+  "at",
+  "identity",
+  "tool",
+  "method",
+  "connection",
+  "outcome",
+  "status",
+  "duration_ms",
+  "bytes_in",
+  "bytes_out",
+  "redactions",
+  "request_id",
+  "trace_id",
+  "caller_name",
+  "caller_subject",
+  "caller_client",
+  "credential_kind",
+  "credential_fingerprint",
+  "bucket",
+  "client_ip",
+  "repeats",
+  "action",
+  "resource_kind",
+  "resource_id",
+  "resource_name",
+  "version_before",
+  "version_after",
+  "changes",
+  "interface",
+  "chain",
+  "seq",
+  "prev_hash",
+  "hash"
 ].join(", ")
 
 const defaultChain = (): string => `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
