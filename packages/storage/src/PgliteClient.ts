@@ -54,6 +54,7 @@ import {
 } from "effect/sql/SqlError"
 import * as Fs from "node:fs/promises"
 import * as DataDirLock from "./DataDirLock.ts"
+import { withGatewaySettings } from "./internal/PgliteSettings.ts"
 import { Notifications } from "./Notifications.ts"
 import * as PgliteWorker from "./PgliteWorker.ts"
 
@@ -82,7 +83,10 @@ export interface PgliteOptions {
 
 /** PGlite's options for an in-memory database, started from `snapshot` when one is given. */
 export const memoryOptions = async (snapshot: string | undefined): Promise<PGliteOptions> =>
-  snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) }
+  withGatewaySettings(
+    PGlite.defaultStartParams,
+    snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) }
+  )
 
 const classify = (cause: unknown, operation: string): SqlErrorReason => {
   const error = cause as { readonly code?: unknown; readonly constraint?: unknown; readonly message?: unknown }
@@ -184,7 +188,7 @@ const openInThread = async (options: PgliteOptions): Promise<PgliteWorker.Pglite
   try {
     // PGlite creates only the last path segment; the folders above it may not exist yet.
     await Fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
-    const db = new PGlite(dataDir)
+    const db = new PGlite(dataDir, withGatewaySettings(PGlite.defaultStartParams))
     await db.waitReady
     return {
       query: (sql, params, queryOptions) => db.query(sql, params, queryOptions),

@@ -15,6 +15,7 @@ import type { PGlite } from "@electric-sql/pglite"
 import * as Fs from "node:fs/promises"
 import * as Module from "node:module"
 import { parentPort, workerData } from "node:worker_threads"
+import { withGatewaySettings } from "./internal/PgliteSettings.ts"
 import { errorFieldNames, type ErrorFields, type Reply, type Request } from "./PgliteWorker.ts"
 
 const port = parentPort!
@@ -44,8 +45,11 @@ const open = async (): Promise<PGlite> => {
   if (dataDir !== undefined) await Fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
   const { PGlite } = await import("@electric-sql/pglite")
   const db = dataDir === undefined
-    ? new PGlite(snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) })
-    : new PGlite(dataDir)
+    ? new PGlite(withGatewaySettings(
+      PGlite.defaultStartParams,
+      snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) }
+    ))
+    : new PGlite(dataDir, withGatewaySettings(PGlite.defaultStartParams))
   await db.waitReady
   return db
 }

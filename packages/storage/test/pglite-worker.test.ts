@@ -35,6 +35,8 @@ describe("PgliteWorker", () => {
         assert.deepStrictEqual([...result.rows[0]!.b], [1, 2, 3])
         assert.strictEqual(result.rows[0]!.t.toISOString(), "2020-01-02T00:00:00.000Z")
         assert.strictEqual(result.command, "SELECT")
+        const buffers = yield* Effect.promise(() => db.query<{ shared_buffers: string }>("SHOW shared_buffers"))
+        assert.deepStrictEqual(buffers.rows, [{ shared_buffers: "16MB" }], "an in-memory database is sized alike")
         const values = yield* Effect.promise(() => db.query("SELECT 1 AS a, 'x' AS b", [], { rowMode: "array" }))
         assert.deepStrictEqual(values.rows, [[1, "x"]])
       }))
@@ -111,6 +113,9 @@ describe("PgliteWorker", () => {
         const reopened = yield* Effect.promise(() => second)
         const kept = yield* Effect.promise(() => reopened.query<{ n: number }>("SELECT n FROM kept"))
         assert.deepStrictEqual(kept.rows, [{ n: 7 }])
+        // sized for a gateway (issue #19): 16 MB of shared buffers, not Postgres' 128 MB
+        const buffers = yield* Effect.promise(() => reopened.query<{ shared_buffers: string }>("SHOW shared_buffers"))
+        assert.deepStrictEqual(buffers.rows, [{ shared_buffers: "16MB" }])
       }).pipe(Effect.scoped),
     120_000
   )
