@@ -25,6 +25,7 @@ const benches: Record<string, string> = {
   toollist: "packages/gateway/bench/toollist.ts",
   otel: "packages/gateway/bench/otel.ts",
   federated: "packages/gateway/bench/federated.ts",
+  footprint: "packages/gateway/bench/footprint.ts",
   eventlog: "packages/storage/bench/eventlog.ts"
 }
 

@@ -13,10 +13,12 @@
  *   once authentication is on.
  *
  * Usage: node packages/gateway/bench/support/seed.ts <janus-home> <downstream-url> [extraTools]
- * Prints `{"token": "...", "tools": N, "ms": M}`.
+ * Prints `{"token": "...", "tools": N, "ms": M}`. With `DATABASE_URL` and
+ * `JANUS_MASTER_KEY` set it seeds that Postgres database instead (migrating
+ * it first), and `<janus-home>` is not used.
  */
 import { NodeServices } from "@effect/platform-node"
-import { ClientTokens, Connections, Embedded, Endpoints } from "@janus/storage"
+import { ClientTokens, Connections, Embedded, Endpoints, Postgres } from "@janus/storage"
 import { Effect, Layer, Redacted } from "effect"
 
 const [home, downstream, extra] = process.argv.slice(2)
@@ -78,7 +80,12 @@ const seed = Effect.gen(function*() {
 
 const result = await Effect.runPromise(
   Effect.scoped(Effect.gen(function*() {
-    const context = yield* Layer.build(Embedded.layer({ janusDir: home }))
+    const url = process.env.DATABASE_URL
+    const context = yield* Layer.build(
+      url !== undefined && url !== ""
+        ? Postgres.layer({ url: Redacted.make(url), masterKey: Redacted.make(process.env.JANUS_MASTER_KEY ?? "") })
+        : Embedded.layer({ janusDir: home })
+    )
     return yield* Effect.provide(seed, context)
   })).pipe(Effect.provide(NodeServices.layer))
 )

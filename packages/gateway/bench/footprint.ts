@@ -1,0 +1,195 @@
+/**
+ * What a gateway costs to keep running: resident memory idle and after load,
+ * and bytes allocated and CPU spent per tools/call, on each backing store.
+ *
+ * For the embedded database and for Postgres (a database of its own, created
+ * and dropped here; skipped with a printed reason when no Postgres answers):
+ * 1. `janus serve` is started on a freshly seeded store (one REST endpoint
+ *    `get_pet`, a client token: `support/seed.ts`), preloaded with
+ *    `support/alloc-probe.ts`;
+ * 2. idle: RSS 5 s after `/readyz` answers 200 (median of 5 samples a second
+ *    apart);
+ * 3. load: the toolcall bench's closed loop (c=16, then c=64) for both
+ *    revisions; at c=16 the allocation per call (bytes allocated on the JS
+ *    heap over the window / calls sent, V8 `GCProfiler`) and CPU per call
+ *    (/proc) are measured;
+ * 4. loaded: RSS right after the load, and again 5 s later.
+ *
+ * Targets (issue #19): at most 30 KB allocated per tools/call; embedded idle
+ * at most 300 MiB and at most 450 MiB after load; Postgres idle at most
+ * 150 MiB and at most 300 MiB after load.
+ *
+ * Environment: BENCH_FOOTPRINT_MS (4000 per load window), BENCH_WARMUP_MS
+ * (1000), BENCH_FOOTPRINT_STORES (embedded,postgres); the Postgres server is
+ * the tests' (`JANUS_TEST_DATABASE_URL`, default the local one).
+ *
+ * Run: node packages/gateway/bench/footprint.ts
+ */
+import { SecretBox } from "@janus/storage"
+import * as StorageTesting from "@janus/storage/testing"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
+import type { LoadConfig, LoadResult } from "./support/loadgen.ts"
+import {
+  benchDir,
+  type Child,
+  cpuMsOf,
+  freePort,
+  gatewayBin,
+  rssOf,
+  runNode,
+  sleep,
+  spawnNode,
+  waitForOk
+} from "./support/Processes.ts"
+
+const WINDOW = Number(process.env.BENCH_FOOTPRINT_MS ?? 4_000)
+const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 1_000)
+const STORES = (process.env.BENCH_FOOTPRINT_STORES ?? "embedded,postgres").split(",")
+const REVISIONS = ["2026-07-28", "2025-11-25"] as const
+
+const support = (name: string) => join(benchDir, "support", name)
+const log = (message: string) => console.error(`[footprint] ${message}`)
+const mib = (bytes: number) => Math.round(bytes / 2 ** 20)
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const children: Array<Child> = []
+const cleanups: Array<() => Promise<void>> = []
+
+const stopAll = async () => {
+  await Promise.all(children.splice(0).map((child) => child.stop()))
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {})
+}
+process.on("SIGTERM", () => void stopAll().then(() => process.exit(143)))
+
+const limits = {
+  RATE_LIMIT_IP: "1000000",
+  RATE_LIMIT_IP_BURST: "1000000",
+  RATE_LIMIT_IDENTITY: "1000000",
+  RATE_LIMIT_IDENTITY_BURST: "1000000"
+}
+
+/** RSS of `pid`: the median of 5 samples a second apart. */
+const settledRss = async (pid: number) => {
+  const samples: Array<number> = []
+  for (let i = 0; i < 5; i++) {
+    await sleep(1_000)
+    samples.push(rssOf(pid))
+  }
+  return median(samples)
+}
+
+const runLoad = (config: LoadConfig) =>
+  runNode(support("loadgen.ts"), [JSON.stringify(config)], {
+    timeoutMs: config.warmupMs + config.durationMs + 120_000
+  }) as unknown as Promise<LoadResult>
+
+/** Allocation and CPU per call over one window at c=16 (the probe counts from the first SIGUSR2 to the second). */
+const measured = async (janus: Child, config: LoadConfig) => {
+  await runLoad({ ...config, durationMs: WARMUP, warmupMs: 0 })
+  const reports = janus.lines.length
+  janus.process.kill("SIGUSR2")
+  const cpuBefore = cpuMsOf(janus.pid)
+  const result = await runLoad({ ...config, warmupMs: 0 })
+  const cpuMs = cpuMsOf(janus.pid) - cpuBefore
+  janus.process.kill("SIGUSR2")
+  await janus.waitForLine(/"allocatedBytes"/, 30_000)
+  for (let i = 0; i < 100 && !janus.lines.slice(reports).some((l) => l.includes("\"allocatedBytes\"")); i++) {
+    await sleep(50)
+  }
+  const line = janus.lines.slice(reports).find((l) => l.includes("\"allocatedBytes\""))!
+  const bytes = (JSON.parse(line) as { allocatedBytes: number }).allocatedBytes
+  const calls = Math.max(1, result.sent)
+  return {
+    kbPerCall: bytes / 1024 / calls,
+    cpuUsPerCall: (1000 * cpuMs) / calls,
+    rps: result.rps,
+    errors: result.errors
+  }
+}
+
+const results: Record<string, string | number> = {}
+const notes: Array<string> = []
+
+const measureStore = async (store: string, downstreamUrl: string) => {
+  const home = mkdtempSync(join(tmpdir(), "janus-bench-footprint-"))
+  cleanups.push(async () => rmSync(home, { recursive: true, force: true }))
+  const env: Record<string, string> = { DATABASE_URL: "" }
+  if (store === "postgres") {
+    const scope = await Effect.runPromise(Scope.make())
+    cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+    const created = await Effect.runPromise(
+      Effect.result(Layer.buildWithScope(StorageTesting.layerTestDatabase, scope))
+    )
+    if (created._tag === "Failure") {
+      notes.push(`postgres: skipped, no database could be created (${String(created.failure)})`)
+      return
+    }
+    env.DATABASE_URL = Redacted.value(Context.get(created.success, StorageTesting.TestDatabase).url)
+    env.JANUS_MASTER_KEY = SecretBox.encodeKey(SecretBox.generateKey())
+  }
+  const seeded = await runNode(support("seed.ts"), [home, downstreamUrl, "0"], { env })
+  const token = seeded.token as string
+  const port = await freePort()
+  log(`${store}: starting Janus`)
+  const janus = spawnNode(gatewayBin, ["serve"], {
+    nodeArgs: ["--import", support("alloc-probe.ts")],
+    env: {
+      ...env,
+      JANUS_HOME: home,
+      JANUS_PORT: String(port),
+      JANUS_HOST: "127.0.0.1",
+      JANUS_DEMO: "false",
+      LOG_LEVEL: "warn",
+      ...limits
+    }
+  })
+  children.push(janus)
+  await waitForOk(`http://127.0.0.1:${port}/readyz`, 180_000, janus)
+  await sleep(5_000)
+  const idle = await settledRss(janus.pid)
+  let peak = 0
+  const url = `http://127.0.0.1:${port}/mcp`
+  for (const revision of REVISIONS) {
+    const base = { url, mode: "call", revision, token, warmupMs: WARMUP, durationMs: WINDOW } as const
+    log(`${store}: ${revision} c=16 (allocation, CPU)`)
+    const m = await measured(janus, { ...base, concurrency: 16 })
+    peak = Math.max(peak, rssOf(janus.pid))
+    log(`${store}: ${revision} c=64`)
+    const heavy = await runLoad({ ...base, concurrency: 64 })
+    peak = Math.max(peak, rssOf(janus.pid))
+    results[`${store} ${revision} c=16: KB allocated/call; CPU µs/call; calls/s`] = `${m.kbPerCall.toFixed(1)}; ${
+      Math.round(m.cpuUsPerCall)
+    }; ${Math.round(m.rps)}`
+    if (m.errors + heavy.errors > 0) notes.push(`${store} ${revision}: ${m.errors + heavy.errors} errors`)
+  }
+  const loaded = rssOf(janus.pid)
+  const after = await settledRss(janus.pid)
+  results[`${store} RSS MiB: idle; right after load (peak seen); 5 s later`] = `${mib(idle)}; ${mib(loaded)} (${
+    mib(peak)
+  }); ${mib(after)}`
+  await janus.stop()
+  children.splice(children.indexOf(janus), 1)
+}
+
+try {
+  const loadAtStart = loadavg()[0]!.toFixed(2)
+  const downstream = spawnNode(support("downstream.ts"))
+  children.push(downstream)
+  const downstreamUrl = (await downstream.announced).url as string
+  for (const store of STORES) await measureStore(store, downstreamUrl)
+  notes.unshift(
+    `each store: idle RSS 5 s after ready (median of 5 samples); load = c=16 for ${WINDOW} ms (measured: ` +
+      `allocation from alloc-probe, CPU from /proc, after a ${WARMUP} ms warm-up) then c=64 for ${WINDOW} ms, ` +
+      "for 2026-07-28 (stateless) and 2025-11-25 (a session per connection)",
+    `load average (1 min) at start ${loadAtStart}, at end ${loadavg()[0]!.toFixed(2)}`
+  )
+} catch (error) {
+  notes.push(`PROBLEM: ${error instanceof Error ? error.stack : String(error)}`)
+  process.exitCode = 1
+} finally {
+  await stopAll()
+}
+
+console.log(JSON.stringify({ title: "footprint: memory and allocation per tools/call", results, notes }))
