@@ -17,7 +17,7 @@
  */
 import { Effect } from "effect"
 import type { UpstreamError } from "./Errors.ts"
-import type { Params } from "./upstream/Wire.ts"
+import { isObject, type Params } from "./upstream/Wire.ts"
 import type { UpstreamSession } from "./UpstreamClient.ts"
 
 export interface FeatureLists {
@@ -27,8 +27,6 @@ export interface FeatureLists {
 }
 
 export const empty: FeatureLists = { resources: [], templates: [], prompts: [] }
-
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const METHOD_NOT_FOUND = -32601
 
