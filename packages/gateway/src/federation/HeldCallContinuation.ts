@@ -19,18 +19,11 @@
  * @since 0.1.0
  */
 import { Clock, Duration, Effect, Option, Result, Stream } from "effect"
-import type { Caller } from "../mcp/Caller.ts"
 import * as InputRequired from "../mcp/InputRequired.ts"
-import type { RelayHooks } from "../mcp/Relay.ts"
 import type { McpSessionStore } from "../mcp/Sessions.ts"
-import {
-  InvalidToolArguments,
-  type ProgressReporter,
-  type ToolCallError,
-  type ToolCallOutcome,
-  ToolCallRefused
-} from "../mcp/ToolCatalog.ts"
+import { InvalidToolArguments, type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { answersStream, decodeEvent, type Event, outcomeStream } from "./HeldCallEvents.ts"
+import type { HeldCall } from "./HeldCallHolder.ts"
 import type { HeldCallStates } from "./HeldCallState.ts"
 import type { Params } from "./upstream/Wire.ts"
 
@@ -42,15 +35,9 @@ import type { Params } from "./upstream/Wire.ts"
 export const RESUME_SLACK = Duration.seconds(20)
 
 /** The client's next call with a `requestState` Janus issued. */
-export interface HeldCallResume {
-  readonly caller: Caller
-  readonly tool: string
-  readonly connection: string
-  readonly timeout: Duration.Duration
+export interface HeldCallResume extends HeldCall {
   readonly requestState: string
   readonly inputResponses: Params | undefined
-  readonly progress: Option.Option<ProgressReporter>
-  readonly log?: RelayHooks["log"]
 }
 
 /** `resume` of `HeldCalls`. */

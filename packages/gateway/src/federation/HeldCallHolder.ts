@@ -73,8 +73,8 @@ export interface HeldCallHooks {
   readonly log: (params: Params) => Effect.Effect<void>
 }
 
-/** A call of a 2026-07-28 client to a tool of a 2025-era upstream. */
-export interface HeldCallStart {
+/** A call of a 2026-07-28 client to a tool that may be held: its start and each continuation. */
+export interface HeldCall {
   readonly caller: Caller
   readonly tool: string
   /** The upstream connection's name, for errors. */
@@ -83,6 +83,10 @@ export interface HeldCallStart {
   readonly timeout: Duration.Duration
   readonly progress: Option.Option<ProgressReporter>
   readonly log?: RelayHooks["log"]
+}
+
+/** A call of a 2026-07-28 client to a tool of a 2025-era upstream. */
+export interface HeldCallStart extends HeldCall {
   /** The upstream call; its server-to-client requests go to `hooks.request`. */
   readonly run: (hooks: HeldCallHooks) => Effect.Effect<ToolCallOutcome, ToolCallError>
 }
