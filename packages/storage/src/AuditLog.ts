@@ -240,6 +240,9 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
 
   const drops = DropReport.make({
     metric: dropped,
+    metricName: "janus.audit.dropped",
+    writer: "audit log",
+    noun: "records",
     warnEveryMs,
     message: (n) =>
       `audit log: buffer full (${maxBuffered} records waiting for the database); dropped the ${n} oldest ` +
@@ -454,18 +457,10 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
 
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
-    DropReport.finalFlush({
-      flush,
-      drops,
-      metric: dropped,
-      discardAll: () => {
-        const rest = buffer.take(buffer.size)
-        settle(rest)
-        return rest.length
-      },
-      writer: "audit log",
-      noun: "records",
-      metricName: "janus.audit.dropped"
+    drops.finalFlush(flush, () => {
+      const rest = buffer.take(buffer.size)
+      settle(rest)
+      return rest.length
     })
   )
 

@@ -39,18 +39,11 @@
  *   appended and not yet committed, the batch being written included; the
  *   observer also hears each committed batch's size, lag (oldest append to
  *   commit) and duration. The gateway records them as metrics.
- * - Each instance LISTENs on `janus_events` and reads rows after the last
- *   seq it has seen, in seq order, publishing them on `committed`; it also
- *   re-reads every 5 seconds and after re-listening, in case a notification
- *   was lost. It starts at the log's end: `committed` carries new events.
- * - Its own flushed batch is published from memory (the seqs come back from
- *   `INSERT ... RETURNING`), after reading the other instances' events below
- *   the batch's first seq: the lock ordered their commits before it, so the
- *   order on `committed` is still seq order, and the flush does not read back
- *   what it just wrote. `data` is the JSON text that was written, parsed
- *   (object keys may come in another order than in jsonb).
- * - `after(id, limit)` and `latestId` serve Last-Event-ID replay. Ids are
- *   `seq` converted to numbers (safe up to 2^53).
+ * - `committed` carries the events committed by any instance in seq order,
+ *   from this instance's start (`EventLogReader`: the LISTEN reader, and this
+ *   instance's own batches published from memory). `after(id, limit)` and
+ *   `latestId` serve Last-Event-ID replay. Ids are `seq` converted to
+ *   numbers (safe up to 2^53).
  * - Rows are `{ topic, about: text[], data: jsonb | null }`; a change signal
  *   is an event without data.
  * - A flush that fails is logged once, then at most once per `warnInterval`
@@ -60,32 +53,20 @@
  *
  * @since 0.1.0
  */
-import {
-  Clock,
-  Context,
-  Duration,
-  Effect,
-  Exit,
-  Layer,
-  Metric,
-  PubSub,
-  Queue,
-  Schedule,
-  Semaphore,
-  Stream
-} from "effect"
+import { Clock, Context, Duration, Effect, Exit, Layer, Metric, Semaphore, Stream } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LoggedEvent } from "./Domain.ts"
 import { StorageError } from "./Errors.ts"
+import * as EventLogReader from "./EventLogReader.ts"
+import { channel } from "./EventLogReader.ts"
 import * as DropReport from "./internal/DropReport.ts"
 import { describeRefusals, isolate, isRefusal, type Refused } from "./internal/Refusals.ts"
 import { Ring } from "./internal/Ring.ts"
 import { storageError, toNumber } from "./internal/sql.ts"
-import { Notifications } from "./Notifications.ts"
+import type { Notifications } from "./Notifications.ts"
 import { storableJsonText, storableText } from "./Storable.ts"
 
-export const channel = "janus_events"
 /** The advisory lock every flush takes ("janus" in ASCII). */
 export const LOCK_KEY = 0x6a616e7573
 /** Events waiting for the database at most (the audit log's bound): beyond, the oldest are dropped. */
@@ -95,7 +76,6 @@ export const FLUSH_BATCH = 10_000
 /** The topic of a gap marker: events were lost before it; subscribers resync (see the rules). */
 export const GAP_TOPIC = "janus.gap"
 const INSERT_CHUNK = 1_000
-const READ_BATCH = 1_000
 
 /** Events dropped: the buffer was full, Postgres refused them, or the final flush at shutdown failed. */
 export const dropped = Metric.counter("janus.event_log.dropped", {
@@ -177,66 +157,13 @@ const gapRow = (lost: number): InsertRow => ({ topic: GAP_TOPIC, about: [], data
 
 const make = Effect.fnUntraced(function*(options: EventLogOptions) {
   const sql = yield* SqlClient.SqlClient
-  const notifications = yield* Notifications
   const observer = yield* EventLogObserver
   const clock = yield* Clock.Clock
   const flushInterval = Duration.fromInputUnsafe(options.flushInterval ?? "1 second")
   const maxBuffered = Math.max(1, options.maxBuffered ?? MAX_BUFFERED)
   const warnEveryMs = Duration.toMillis(Duration.fromInputUnsafe(options.warnInterval ?? "10 seconds"))
 
-  // --- reader state ---------------------------------------------------------
-  const after = (id: number, limit: number): Effect.Effect<ReadonlyArray<LoggedEvent>, SqlError> =>
-    Effect.map(
-      sql<EventRow>`SELECT seq, topic, about, data FROM broker_event WHERE seq > ${id} ORDER BY seq LIMIT ${limit}`,
-      (rows) => rows.map(fromRow)
-    )
-  const latestId = Effect.map(
-    sql<{ id: number | bigint }>`SELECT coalesce(max(seq), 0) AS id FROM broker_event`,
-    (rows) => toNumber(rows[0]?.id ?? 0)
-  )
-
-  const hub = yield* PubSub.unbounded<LoggedEvent>()
-  let lastSeen = yield* latestId.pipe(storageError("eventLog.latestId"))
-  const reading = yield* Semaphore.make(1)
-  const catchUp = reading.withPermit(Effect.gen(function*() {
-    while (true) {
-      const events = yield* after(lastSeen, READ_BATCH)
-      for (const event of events) {
-        lastSeen = event.id
-        yield* PubSub.publish(hub, event)
-      }
-      if (events.length < READ_BATCH) return
-    }
-  }))
-
-  /**
-   * This instance's own batch, just committed with seqs `written`, published without reading it back:
-   * first the events of other instances below its first seq not seen yet (the lock ordered their commits
-   * before ours), then the batch.
-   */
-  const publishOwn = (written: ReadonlyArray<LoggedEvent>) =>
-    reading.withPermit(Effect.gen(function*() {
-      const first = written[0]!.id
-      while (lastSeen < first - 1) {
-        const events = yield* Effect.map(
-          sql<EventRow>`
-            SELECT seq, topic, about, data FROM broker_event
-            WHERE seq > ${lastSeen} AND seq < ${first} ORDER BY seq LIMIT ${READ_BATCH}`,
-          (rows) => rows.map(fromRow)
-        )
-        for (const event of events) {
-          lastSeen = event.id
-          yield* PubSub.publish(hub, event)
-        }
-        if (events.length < READ_BATCH) break
-      }
-      for (const event of written) {
-        if (event.id <= lastSeen) continue
-        lastSeen = event.id
-        yield* PubSub.publish(hub, event)
-      }
-    }))
-
+  const reader = yield* EventLogReader.make
   // --- writer -------------------------------------------------------------
   const buffer = new Ring<Pending>(maxBuffered)
   const flushing = yield* Semaphore.make(1)
@@ -248,6 +175,9 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
 
   const drops = DropReport.make({
     metric: dropped,
+    metricName: "janus.event_log.dropped",
+    writer: "event log",
+    noun: "events",
     warnEveryMs,
     message: (n) =>
       `event log: buffer full (${maxBuffered} events waiting for the database); dropped the ${n} oldest ` +
@@ -355,7 +285,7 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
             )
           )
           // committed: a failure to publish is the reader's to repair (it re-reads every 5 seconds)
-          const publish = written.length === 0 ? Effect.void : publishOwn(written).pipe(
+          const publish = written.length === 0 ? Effect.void : reader.publishOwn(written).pipe(
             Effect.catch((error) => Effect.logWarning(`event log: publishing a flushed batch failed: ${error.message}`))
           )
           return Effect.andThen(told, publish)
@@ -376,18 +306,10 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
 
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
-    DropReport.finalFlush({
-      flush,
-      drops,
-      metric: dropped,
-      discardAll: () => {
-        const lost = buffer.take(buffer.size).length
-        report()
-        return lost
-      },
-      writer: "event log",
-      noun: "events",
-      metricName: "janus.event_log.dropped"
+    drops.finalFlush(flush, () => {
+      const lost = buffer.take(buffer.size).length
+      report()
+      return lost
     })
   )
 
@@ -415,49 +337,18 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
     }
   }).pipe(Effect.forkScoped)
 
-  // --- reader -------------------------------------------------------------
-  const listening = Effect.scoped(Effect.gen(function*() {
-    const queue = yield* notifications.listen(channel)
-    yield* catchUp
-    while (true) {
-      yield* Queue.take(queue)
-      yield* catchUp
-    }
-  }))
-  yield* listening.pipe(
-    Effect.tapError((error) => Effect.logWarning("event log reader lost its LISTEN connection", error)),
-    Effect.retry(Schedule.spaced("1 second")),
-    Effect.forkScoped
-  )
-  yield* catchUp.pipe(
-    Effect.catch((error) => Effect.logWarning("event log reader failed to read", error)),
-    Effect.repeat(Schedule.spaced("5 seconds")),
-    Effect.forkScoped
-  )
+  // the reader starts after the writer, so at scope close it stops before the final flush
+  yield* reader.follow
 
   report()
   return EventLog.of({
     append,
     flush,
     buffered: Effect.sync(() => buffer.size + inFlight),
-    committed: Stream.fromPubSub(hub),
-    after: (id, limit) => after(id, limit).pipe(storageError("eventLog.after")),
-    latestId: latestId.pipe(storageError("eventLog.latestId"))
+    committed: reader.committed,
+    after: (id, limit) => reader.after(id, limit).pipe(storageError("eventLog.after")),
+    latestId: reader.latestId.pipe(storageError("eventLog.latestId"))
   })
-})
-
-interface EventRow {
-  readonly seq: number | bigint
-  readonly topic: string
-  readonly about: ReadonlyArray<string>
-  readonly data: unknown
-}
-
-const fromRow = (row: EventRow): LoggedEvent => ({
-  id: toNumber(row.seq),
-  topic: row.topic,
-  about: row.about,
-  data: row.data ?? null
 })
 
 export type { StorageError }

@@ -57,14 +57,9 @@ export {
 export { type AuditPage, AuditQuery, MAX_PAGE as AUDIT_MAX_PAGE } from "./AuditRead.ts"
 export * as AuditRows from "./AuditRows.ts"
 export { AuditEntry, type AuditInput, AuditKind, AuditOutcome, AuditRecord } from "./AuditRows.ts"
-export {
-  type McpSessionRecord,
-  McpSessions,
-  type McpStreamEvent,
-  type McpStreamPage,
-  type McpStreamState,
-  type McpStreamWatch
-} from "./McpSessions.ts"
+export type { McpSessionRecord, McpStreamEvent, McpStreamPage, McpStreamState } from "./McpSessionRepository.ts"
+export { McpSessions } from "./McpSessions.ts"
+export type { McpStreamWatch } from "./McpSessionWatch.ts"
 
 // Caches, change signals, event log, health, keys
 export { ChangeFeed, type Invalidator } from "./ChangeFeed.ts"

@@ -1,6 +1,7 @@
 /**
- * The resources, resource templates and prompts of one upstream, fetched
- * whole (every page) with its tools, so that the gateway lists them without
+ * The lists of one upstream: its tools (`fetchTools`), and its resources,
+ * resource templates and prompts, fetched whole (every page) with its
+ * tools, so that the gateway lists them without
  * calling upstreams and pages across upstreams with one cursor
  * (`mcp/Cursor.ts`).
  *
@@ -11,13 +12,15 @@
  *   (-32601) for one has none. Other failures fail the listing (the upstream
  *   is then unhealthy, like a failed `tools/list`).
  * - At most 100 pages and `max` items per list; items without their key
- *   (`uri`, `uriTemplate`, `name` as a string) are dropped.
+ *   (`uri`, `uriTemplate`, `name` as a string) are dropped. Tools are
+ *   returned as listed (every page until `max`), for `ToolNames.ts` to
+ *   check and cap.
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { type Duration, Effect } from "effect"
 import type { UpstreamError } from "./Errors.ts"
-import type { Params } from "./upstream/Wire.ts"
+import { isObject, type Params } from "./upstream/Wire.ts"
 import type { UpstreamSession } from "./UpstreamClient.ts"
 
 export interface FeatureLists {
@@ -28,9 +31,31 @@ export interface FeatureLists {
 
 export const empty: FeatureLists = { resources: [], templates: [], prompts: [] }
 
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
-
 const METHOD_NOT_FOUND = -32601
+
+/** The items of every page of a list (at most 100 pages), until `max` items are kept. */
+const collect = <A>(
+  request: (params: Params) => Effect.Effect<Params, UpstreamError>,
+  field: string,
+  max: number,
+  keep: (item: unknown) => item is A
+): Effect.Effect<Array<A>, UpstreamError> =>
+  Effect.gen(function*() {
+    const items: Array<A> = []
+    let cursor: string | undefined
+    for (let page = 0; page < 100; page++) {
+      const result = yield* request(cursor === undefined ? {} : { cursor })
+      const list = result[field]
+      if (Array.isArray(list)) {
+        for (const item of list) if (keep(item)) items.push(item)
+      }
+      cursor = typeof result.nextCursor === "string" && result.nextCursor !== "" ? result.nextCursor : undefined
+      if (cursor === undefined || items.length >= max) break
+    }
+    return items
+  })
+
+const isMethodNotFound = (error: UpstreamError) => error.kind === "rpc" && error.code === METHOD_NOT_FOUND
 
 const fetchAll = (
   session: UpstreamSession,
@@ -38,33 +63,45 @@ const fetchAll = (
   field: string,
   key: string,
   max: number,
-  timeout: import("effect").Duration.Duration
+  timeout: Duration.Duration
 ): Effect.Effect<ReadonlyArray<Params>, UpstreamError> =>
-  Effect.gen(function*() {
-    const items: Array<Params> = []
-    let cursor: string | undefined
-    for (let page = 0; page < 100; page++) {
-      const result = yield* session.request(method, cursor === undefined ? {} : { cursor }, { timeout })
-      const list = result[field]
-      if (Array.isArray(list)) {
-        for (const item of list) if (isObject(item) && typeof item[key] === "string") items.push(item)
-      }
-      cursor = typeof result.nextCursor === "string" && result.nextCursor !== "" ? result.nextCursor : undefined
-      if (cursor === undefined || items.length >= max) break
-    }
-    return items.slice(0, max)
-  }).pipe(
-    Effect.catchIf(
-      (error) => error.kind === "rpc" && error.code === METHOD_NOT_FOUND,
-      () => Effect.succeed([])
-    )
+  collect(
+    (params) => session.request(method, params, { timeout }),
+    field,
+    max,
+    (item): item is Params => isObject(item) && typeof item[key] === "string"
+  ).pipe(
+    Effect.map((items) => items.slice(0, max)),
+    Effect.catchIf(isMethodNotFound, () => Effect.succeed([]))
+  )
+
+/**
+ * The upstream's tools as it lists them (every page, until `max`; the caller checks each). An upstream
+ * without the tools capability (only resources or prompts) answering Method not found has none.
+ */
+export const fetchTools = (
+  session: UpstreamSession,
+  max: number,
+  timeout: Duration.Duration
+): Effect.Effect<ReadonlyArray<unknown>, UpstreamError> =>
+  collect(
+    (params) =>
+      session.request("tools/list", params, { timeout }).pipe(
+        Effect.catchIf(
+          (error) => isMethodNotFound(error) && session.capabilities.tools === undefined,
+          () => Effect.succeed<Params>({})
+        )
+      ),
+    "tools",
+    max,
+    (_): _ is unknown => true
   )
 
 /** The lists the upstream's capabilities announce. */
 export const fetch = (
   session: UpstreamSession,
   max: number,
-  timeout: import("effect").Duration.Duration
+  timeout: Duration.Duration
 ): Effect.Effect<FeatureLists, UpstreamError> => {
   const caps = session.capabilities
   const none = Effect.succeed<ReadonlyArray<Params>>([])

@@ -18,7 +18,7 @@ import {
   unqualify
 } from "./FeatureNames.ts"
 import { exposedName, ORIGIN_META } from "./ToolNames.ts"
-import type { Params } from "./upstream/Wire.ts"
+import { isObject, type Params } from "./upstream/Wire.ts"
 import type { Upstream } from "./UpstreamPool.ts"
 
 /** Where a served name goes: the upstream, its own name (or URI), and the guard's label. */
@@ -48,8 +48,6 @@ export interface View {
   readonly offers: { readonly resources: boolean; readonly prompts: boolean; readonly completions: boolean }
   readonly collisions: ReadonlyArray<Collision>
 }
-
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const byKey = (a: FeatureItem, b: FeatureItem) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0
 

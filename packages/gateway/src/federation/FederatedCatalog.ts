@@ -63,6 +63,7 @@ import * as FederatedFeatures from "./FederatedFeatures.ts"
 import { HeldCalls } from "./HeldCalls.ts"
 import * as HeldCallState from "./HeldCallState.ts"
 import { type ExposedTool, type ToolOrigin } from "./ToolNames.ts"
+import { isObject } from "./upstream/Wire.ts"
 import { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
 import { UpstreamHealth } from "./UpstreamHealth.ts"
@@ -104,9 +105,6 @@ interface Exposed extends ExposedTool {
 }
 
 const byName = (a: Tool, b: Tool): number => a.name < b.name ? -1 : a.name > b.name ? 1 : 0
-
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const SERVER_INFO_META = Meta.serverInfo
 

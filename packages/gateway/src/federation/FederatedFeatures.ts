@@ -50,10 +50,8 @@ import { type UpstreamError } from "./Errors.ts"
 import { qualify } from "./FeatureNames.ts"
 import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureView.ts"
 import * as ResourceSubscriptions from "./ResourceSubscriptions.ts"
-import type { Params } from "./upstream/Wire.ts"
+import { isObject, type Params } from "./upstream/Wire.ts"
 import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
-
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The result as the gateway passes it on: no `resultType`, no upstream `serverInfo` `_meta`. */
 const clean = (result: Params): Params => {

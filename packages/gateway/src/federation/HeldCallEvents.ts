@@ -1,5 +1,7 @@
 /**
- * What a held call's outcome stream carries (`HeldCalls.ts`): for round `n`,
+ * The streams of a held call's record in the session store (`HeldCalls.ts`):
+ * `answers.n` carries the client's responses to round `n`, `outcome.n` what
+ * followed them. This module says what the outcome stream carries: for round `n`,
  * the progress and log messages of the upstream call, then what followed the
  * client's answers (the result, the next `input_required`, or an error), as
  * one JSON text per event, so a continuation on another replica gets them as
@@ -23,8 +25,13 @@ import {
   ToolCallRefused,
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
+import { isObject, type Params } from "./upstream/Wire.ts"
 
-type Params = Readonly<Record<string, unknown>>
+/** The stream where the continuing call appends the client's responses to round `round`. */
+export const answersStream = (round: number) => `answers.${round}`
+
+/** The stream where the holder appends what followed round `round`. */
+export const outcomeStream = (round: number) => `outcome.${round}`
 
 /** One event of an outcome stream. */
 export type Event =
@@ -32,8 +39,6 @@ export type Event =
   | { readonly _tag: "Log"; readonly params: Params }
   | { readonly _tag: "Outcome"; readonly outcome: ToolCallOutcome }
   | { readonly _tag: "Error"; readonly error: ToolCallError }
-
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
 export const encodeEvent = (event: Event): string => {
   if (event._tag !== "Error") return JSON.stringify(event)

@@ -26,7 +26,7 @@ import { Duration, Effect, Exit, Schedule, Scope } from "effect"
 import type { Caller } from "../mcp/Caller.ts"
 import type { RouteTarget } from "./FeatureView.ts"
 import type { UpstreamSession } from "./upstream/Session.ts"
-import type { Params } from "./upstream/Wire.ts"
+import { isObject } from "./upstream/Wire.ts"
 
 /** Sends `resources/subscribe` or `resources/unsubscribe` for `target` to its upstream. */
 export type Forward = (
@@ -48,8 +48,6 @@ interface Held {
   inner: Scope.Closeable
   session: UpstreamSession | undefined
 }
-
-const isObject = (u: unknown): u is Params => typeof u === "object" && u !== null && !Array.isArray(u)
 
 export const make = Effect.fnUntraced(function*(forward: Forward) {
   const held = new Map<string, Held>()

@@ -20,6 +20,7 @@
 import { ToolNamePattern } from "@janus/storage"
 import { createHash } from "node:crypto"
 import type { Tool } from "../mcp/ToolCatalog.ts"
+import { isObject } from "./upstream/Wire.ts"
 
 /** Where an exposed tool comes from. */
 export interface ToolOrigin {
@@ -49,9 +50,6 @@ export interface ExposedTool {
   readonly upstreamName: string
   readonly inputSchema: unknown
 }
-
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The tools of `tools/list` pages as exposed under `prefix`. */
 export const expose = (

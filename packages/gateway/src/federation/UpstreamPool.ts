@@ -177,22 +177,7 @@ export const make = Effect.fnUntraced(function*(
 
   const listAll = (u: Upstream, session: UpstreamClient.UpstreamSession) =>
     Effect.gen(function*() {
-      const tools: Array<unknown> = []
-      let cursor: string | undefined
-      for (let page = 0; page < 100; page++) {
-        const result = yield* session.request("tools/list", cursor === undefined ? {} : { cursor }, {
-          timeout: listTimeout
-        }).pipe(
-          // an upstream without tools (only resources or prompts) answers Method not found: it has none
-          Effect.catchIf(
-            (error) => error.kind === "rpc" && error.code === -32601 && session.capabilities.tools === undefined,
-            () => Effect.succeed<Readonly<Record<string, unknown>>>({})
-          )
-        )
-        if (Array.isArray(result.tools)) tools.push(...result.tools)
-        cursor = typeof result.nextCursor === "string" && result.nextCursor !== "" ? result.nextCursor : undefined
-        if (cursor === undefined || tools.length >= maxTools) break
-      }
+      const tools = yield* FeatureLists.fetchTools(session, maxTools, listTimeout)
       const prefix = options.overrides?.(u.connection)?.toolPrefix ?? u.connection.toolPrefix ??
         `${u.connection.name}/`
       u.prefix = prefix

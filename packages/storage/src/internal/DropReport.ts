@@ -16,10 +16,26 @@ export interface DropReport {
   readonly report: (force?: boolean) => Effect.Effect<void>
   /** The records counted but not reported yet, now counted as reported (for a message of one's own). */
   readonly takeUnreported: () => number
+  /**
+   * Runs `flush` (up to 3 retries, 200 ms apart) when the writer's scope
+   * closes; on success warns about drops not reported yet, on failure counts
+   * what is left (`discardAll`: empties the buffer, returns how many records
+   * it held) and says so in one line naming the metric.
+   */
+  readonly finalFlush: <E extends { readonly message: string }>(
+    flush: Effect.Effect<void, E>,
+    discardAll: () => number
+  ) => Effect.Effect<void>
 }
 
 export const make = (options: {
   readonly metric: Metric.Metric<number, unknown>
+  /** The metric's name, for messages. */
+  readonly metricName: string
+  /** E.g. "audit log". */
+  readonly writer: string
+  /** E.g. "records". */
+  readonly noun: string
   readonly warnEveryMs: number
   /** The warning about `n` records dropped since the previous one. */
   readonly message: (n: number) => string
@@ -34,6 +50,11 @@ export const make = (options: {
       lastWarnAt = now
       return Effect.logWarning(options.message(n))
     })
+  const takeUnreported = () => {
+    const n = unreported
+    unreported = 0
+    return n
+  }
   return {
     note: (n) =>
       Effect.suspend(() => {
@@ -41,45 +62,24 @@ export const make = (options: {
         return Effect.andThen(Metric.update(options.metric, n), report())
       }),
     report,
-    takeUnreported: () => {
-      const n = unreported
-      unreported = 0
-      return n
-    }
+    takeUnreported,
+    finalFlush: (flush, discardAll) =>
+      flush.pipe(
+        Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
+        Effect.andThen(report(true)),
+        Effect.catch((error) =>
+          Effect.suspend(() => {
+            const lost = discardAll()
+            const earlier = takeUnreported()
+            return Effect.andThen(
+              Metric.update(options.metric, lost),
+              Effect.logError(
+                `${options.writer}: final flush failed (${error.message}); ${lost} buffered ${options.noun} lost` +
+                  (earlier > 0 ? `, besides ${earlier} dropped earlier` : "") + ` (counted in ${options.metricName})`
+              )
+            )
+          })
+        )
+      )
   }
 }
-
-/**
- * Runs `flush` (up to 3 retries, 200 ms apart) when a writer's scope closes;
- * on success warns about drops not reported yet, on failure counts what is
- * left (`discardAll`) and says so in one line naming `metricName`.
- */
-export const finalFlush = <E extends { readonly message: string }>(options: {
-  readonly flush: Effect.Effect<void, E>
-  readonly drops: DropReport
-  readonly metric: Metric.Metric<number, unknown>
-  /** Empties the buffer; returns how many records it held. */
-  readonly discardAll: () => number
-  /** E.g. "audit log". */
-  readonly writer: string
-  /** E.g. "records". */
-  readonly noun: string
-  readonly metricName: string
-}): Effect.Effect<void> =>
-  options.flush.pipe(
-    Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-    Effect.andThen(options.drops.report(true)),
-    Effect.catch((error) =>
-      Effect.suspend(() => {
-        const lost = options.discardAll()
-        const earlier = options.drops.takeUnreported()
-        return Effect.andThen(
-          Metric.update(options.metric, lost),
-          Effect.logError(
-            `${options.writer}: final flush failed (${error.message}); ${lost} buffered ${options.noun} lost` +
-              (earlier > 0 ? `, besides ${earlier} dropped earlier` : "") + ` (counted in ${options.metricName})`
-          )
-        )
-      })
-    )
-  )

@@ -11,24 +11,18 @@
  * - The result must name a stateful revision Janus speaks
  *   (`STATEFUL_VERSIONS`); anything else is `unavailable`, naming the
  *   revision (cut to 40 characters).
+ * - `open` is the whole opening: `initialize`, its result checked, and only
+ *   then `notifications/initialized`.
  *
  * @since 0.1.0
  */
 import { Effect } from "effect"
 import { STATEFUL_VERSIONS } from "../../mcp/Protocol.ts"
 import { unavailable, type UpstreamError } from "../Errors.ts"
-import { CLIENT_CAPABILITIES } from "./Session.ts"
+import { CLIENT_CAPABILITIES, type Negotiated } from "./Session.ts"
 import * as Wire from "./Wire.ts"
 
 const statefulVersions: ReadonlyArray<string> = STATEFUL_VERSIONS
-
-/** What a session knows about its server once negotiated. */
-export interface Negotiated {
-  readonly protocolVersion: string
-  readonly capabilities: Readonly<Record<string, unknown>>
-  readonly serverInfo: Readonly<Record<string, unknown>> | undefined
-  readonly instructions: string | undefined
-}
 
 /** The params of `initialize`. */
 export const initializeParams = (clientInfo: { readonly name: string; readonly version: string }): Wire.Params => ({
@@ -55,3 +49,17 @@ export const accept = (connection: string, result: unknown): Effect.Effect<Negot
     instructions: typeof result.instructions === "string" ? result.instructions : undefined
   })
 }
+
+/** The opening of a 2025-era session: `initialize`, its result checked, then `notifications/initialized`. */
+export const open = (
+  connection: string,
+  clientInfo: { readonly name: string; readonly version: string },
+  session: {
+    readonly request: (method: string, params: Wire.Params) => Effect.Effect<Wire.Params, UpstreamError>
+    readonly notify: (method: string, params: Wire.Params) => Effect.Effect<void, UpstreamError>
+  }
+): Effect.Effect<Negotiated, UpstreamError> =>
+  session.request("initialize", initializeParams(clientInfo)).pipe(
+    Effect.flatMap((result) => accept(connection, result)),
+    Effect.tap(() => session.notify("notifications/initialized", {}))
+  )

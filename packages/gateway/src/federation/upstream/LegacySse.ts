@@ -23,7 +23,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, PubSub, type Scope, Stream } from "effect"
+import { Deferred, Effect, PubSub, Stream } from "effect"
 import { unavailable, UpstreamError } from "../Errors.ts"
 import type { UpstreamAuth } from "../UpstreamAuth.ts"
 import type { UpstreamHttp } from "../UpstreamHttp.ts"
@@ -32,18 +32,13 @@ import * as Handshake from "./Handshake.ts"
 import * as HttpExchange from "./HttpExchange.ts"
 import * as MessageRouter from "./MessageRouter.ts"
 import * as Requests from "./Requests.ts"
-import { type ConnectOptions, type SessionEvent, type UpstreamSession, type UpstreamTarget } from "./Session.ts"
+import type { Connect, SessionEvent, UpstreamSession } from "./Session.ts"
 import * as Wire from "./Wire.ts"
 
-export const connect = (
-  target: UpstreamTarget,
-  options: ConnectOptions
-): Effect.Effect<UpstreamSession, UpstreamError, UpstreamHttp | UpstreamAuth | Scope.Scope> =>
+export const connect: Connect<UpstreamHttp | UpstreamAuth> = (target, options) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const name = target.name
-    const limit = options.maxMessageBytes
-    let nextId = 1
     let messagesUrl: string | undefined
     const lost = yield* Deferred.make<never, UpstreamError>()
     const endpoint = yield* Deferred.make<string, UpstreamError>()
@@ -78,7 +73,7 @@ export const connect = (
         messagesUrl = url.href
         yield* Deferred.succeed(endpoint, url.href)
       })
-    yield* Wire.readEvents(name, response, limit, (event) =>
+    yield* Wire.readEvents(name, response, options.maxMessageBytes, (event) =>
       Effect.gen(function*() {
         if (event.event === "endpoint") {
           yield* onEndpoint(event.data)
@@ -115,19 +110,13 @@ export const connect = (
       connection: name,
       router,
       requestTimeout: options.requestTimeout,
-      nextId: () => nextId++,
-      meta: () => undefined,
       exchange,
       cancel: Requests.notifyCancelled(notify, scope),
       recover: (error) =>
         error.kind === "refused" && error.status === 401 && http.refreshable ? http.invalidate : undefined
     })
 
-    const negotiated = yield* Effect.flatMap(
-      request("initialize", Handshake.initializeParams(options.clientInfo)),
-      (result) => Handshake.accept(name, result)
-    )
-    yield* notify("notifications/initialized", {})
+    const negotiated = yield* Handshake.open(name, options.clientInfo, { request, notify })
 
     return {
       transport: "sse",

@@ -27,9 +27,10 @@ export interface RequestConfig {
   readonly connection: string
   readonly router: MessageRouter
   readonly requestTimeout: Duration.Duration
-  readonly nextId: () => number
-  /** `_meta` fields every request carries (2026-07-28), if any. */
-  readonly meta: (options: RequestOptions | undefined) => Wire.Params | undefined
+  /** The next request id; by default a counter of these requests' own, from 1. */
+  readonly nextId?: (() => number) | undefined
+  /** `_meta` fields every request carries (2026-07-28), if any; by default none. */
+  readonly meta?: ((options: RequestOptions | undefined) => Wire.Params | undefined) | undefined
   /** Sends the encoded request and resolves to its response. */
   readonly exchange: (
     call: PendingCall,
@@ -57,15 +58,17 @@ export const notifyCancelled = (
   )
 
 export const make = (config: RequestConfig) => {
+  let counter = 1
+  const nextId = config.nextId ?? (() => counter++)
   const once = (method: string, params: Wire.Params, options: RequestOptions | undefined) =>
     Effect.suspend(() => {
-      const id = config.nextId()
+      const id = nextId()
       return Effect.acquireUseRelease(
         config.router.open(id, options),
         (call) =>
           Effect.gen(function*() {
             const meta: Record<string, unknown> = { ...(Wire.isObject(params._meta) ? params._meta : {}) }
-            const extra = config.meta(options)
+            const extra = config.meta?.(options)
             if (extra !== undefined) Object.assign(meta, extra)
             if (call.progressToken !== undefined) meta.progressToken = call.progressToken
             const body = Wire.encodeRequest(

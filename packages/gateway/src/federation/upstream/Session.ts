@@ -63,6 +63,12 @@ export interface UpstreamTarget {
   readonly auth: UpstreamAuthConfig
 }
 
+/** How every transport opens a session; it lives until the scope closes. */
+export type Connect<R> = (
+  target: UpstreamTarget,
+  options: ConnectOptions
+) => Effect.Effect<UpstreamSession, UpstreamError, R | Scope.Scope>
+
 export interface ConnectOptions {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** Bound of `server/discover`, `initialize`, and of requests without their own `timeout`. */
@@ -99,13 +105,17 @@ export type SessionEvent =
   | { readonly _tag: "Notification"; readonly method: string; readonly params: Params }
   | { readonly _tag: "Channel"; readonly state: ChannelState }
 
-export interface UpstreamSession {
+/** What a session knows about its server once negotiated (`initialize`, or `server/discover`). */
+export interface Negotiated {
+  readonly protocolVersion: string
+  readonly capabilities: Params
+  readonly serverInfo: Params | undefined
+  readonly instructions: string | undefined
+}
+
+export interface UpstreamSession extends Negotiated {
   readonly transport: Transport
   readonly era: Era
-  readonly protocolVersion: string
-  readonly serverInfo: Readonly<Record<string, unknown>> | undefined
-  readonly capabilities: Readonly<Record<string, unknown>>
-  readonly instructions: string | undefined
   /** One request; resolves to its `result` object. */
   readonly request: (method: string, params: Params, options?: RequestOptions) => Effect.Effect<Params, UpstreamError>
   /** One notification to the upstream (e.g. `notifications/roots/list_changed`). */

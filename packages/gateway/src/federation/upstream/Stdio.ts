@@ -19,21 +19,18 @@
  * @since 0.1.0
  */
 import type { SecretCache } from "@janus/storage"
-import { Deferred, Effect, PubSub, type Scope, Stream } from "effect"
+import { Deferred, Effect, PubSub, Stream } from "effect"
 import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
 import { unavailable, UpstreamError } from "../Errors.ts"
 import { listenFilter } from "./ChangeChannel.ts"
 import * as Handshake from "./Handshake.ts"
 import * as MessageRouter from "./MessageRouter.ts"
 import * as Requests from "./Requests.ts"
-import type { ConnectOptions, SessionEvent, UpstreamSession, UpstreamTarget } from "./Session.ts"
+import type { Connect, SessionEvent, UpstreamSession } from "./Session.ts"
 import * as StdioProcess from "./StdioProcess.ts"
 import * as Wire from "./Wire.ts"
 
-export const connect = (
-  target: UpstreamTarget,
-  options: ConnectOptions
-): Effect.Effect<UpstreamSession, UpstreamError, Scope.Scope | SecretCache | ChildProcessSpawner> =>
+export const connect: Connect<SecretCache | ChildProcessSpawner> = (target, options) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const name = target.name
@@ -41,7 +38,6 @@ export const connect = (
       return yield* new UpstreamError({ connection: name, kind: "refused", detail: "the connection has no command" })
     }
     const program = yield* StdioProcess.spawn(name, target.command, options.maxMessageBytes)
-    let nextId = 1
     const lost = yield* Deferred.make<never, UpstreamError>()
     const events = yield* PubSub.sliding<SessionEvent>(1_024)
     const publish = (event: SessionEvent) => Effect.asVoid(PubSub.publish(events, event))
@@ -80,8 +76,6 @@ export const connect = (
       connection: name,
       router,
       requestTimeout: options.requestTimeout,
-      nextId: () => nextId++,
-      meta: () => undefined,
       exchange: (call, body) =>
         Effect.andThen(program.write(body), Deferred.await(call.deferred)).pipe(
           // a request written after the program ended fails with how it ended
@@ -94,11 +88,7 @@ export const connect = (
         )
     })
 
-    const negotiated = yield* Effect.flatMap(
-      request("initialize", Handshake.initializeParams(options.clientInfo)),
-      (result) => Handshake.accept(name, result)
-    )
-    yield* notify("notifications/initialized", {})
+    const negotiated = yield* Handshake.open(name, options.clientInfo, { request, notify })
 
     const announces = Object.keys(listenFilter(negotiated.capabilities)).length > 0
     return {

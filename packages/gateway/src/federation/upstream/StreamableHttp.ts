@@ -31,7 +31,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, Option, PubSub, type Scope, Semaphore, Stream } from "effect"
+import { Deferred, Effect, Option, PubSub, Semaphore, Stream } from "effect"
 import { Header, Meta, STATELESS_VERSION } from "../../mcp/Protocol.ts"
 import type { RelayHooks } from "../../mcp/Relay.ts"
 import { unavailable, UpstreamError } from "../Errors.ts"
@@ -45,11 +45,10 @@ import * as Requests from "./Requests.ts"
 import {
   type ChannelState,
   CLIENT_CAPABILITIES,
-  type ConnectOptions,
+  type Connect,
   type Era,
   type SessionEvent,
-  type UpstreamSession,
-  type UpstreamTarget
+  type UpstreamSession
 } from "./Session.ts"
 import * as Wire from "./Wire.ts"
 
@@ -66,10 +65,7 @@ const routingHeaders = (method: string, params: Wire.Params) => {
 }
 
 /** Opens a session; it lives until the scope closes. */
-export const connect = (
-  target: UpstreamTarget,
-  options: ConnectOptions
-): Effect.Effect<UpstreamSession, UpstreamError, UpstreamHttp | UpstreamAuth | Scope.Scope> =>
+export const connect: Connect<UpstreamHttp | UpstreamAuth> = (target, options) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const name = target.name
