@@ -41,7 +41,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Predicate } from "effect"
 import * as Base64Url from "effect/encoding/Base64Url"
 import * as Result from "effect/Result"
 import * as TraceContext from "../observability/TraceContext.ts"
@@ -192,9 +192,6 @@ const upperBound = (names: ReadonlyArray<string>, name: string): number => {
   return lo
 }
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** The client capabilities an input request needs that `declared` lacks. */
 export const missingCapabilities = (
   inputRequests: Readonly<Record<string, InputRequest>> | undefined,
@@ -205,8 +202,8 @@ export const missingCapabilities = (
     switch (request.method) {
       case "sampling/createMessage": {
         const sampling = declared.sampling
-        if (!isObject(sampling)) missing.sampling = {}
-        else if (request.params?.tools !== undefined && !isObject(sampling.tools)) {
+        if (!Predicate.isReadonlyObject(sampling)) missing.sampling = {}
+        else if (request.params?.tools !== undefined && !Predicate.isReadonlyObject(sampling.tools)) {
           missing.sampling = { ...missing.sampling, tools: {} }
         }
         break
@@ -214,15 +211,15 @@ export const missingCapabilities = (
       case "elicitation/create": {
         const elicitation = declared.elicitation
         const mode = request.params?.mode === "url" ? "url" : "form"
-        const ok = isObject(elicitation) &&
+        const ok = Predicate.isReadonlyObject(elicitation) &&
           (mode === "url"
-            ? isObject(elicitation.url)
-            : isObject(elicitation.form) || Object.keys(elicitation).length === 0)
+            ? Predicate.isReadonlyObject(elicitation.url)
+            : Predicate.isReadonlyObject(elicitation.form) || Object.keys(elicitation).length === 0)
         if (!ok) missing.elicitation = { ...missing.elicitation, [mode]: {} }
         break
       }
       case "roots/list":
-        if (!isObject(declared.roots)) missing.roots = {}
+        if (!Predicate.isReadonlyObject(declared.roots)) missing.roots = {}
         break
     }
   }
@@ -401,14 +398,14 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       )
     }
     const args = params?.arguments
-    if (args !== undefined && !isObject(args)) {
+    if (args !== undefined && !Predicate.isReadonlyObject(args)) {
       return yield* ProtocolError.invalidParams(
         `tools/call params.arguments is ${describeValue(args)}; expected an object (or no arguments at all)`
       )
     }
     const inputResponses = params?.inputResponses
     const requestState = params?.requestState
-    if (inputResponses !== undefined && !isObject(inputResponses)) {
+    if (inputResponses !== undefined && !Predicate.isReadonlyObject(inputResponses)) {
       return yield* ProtocolError.invalidParams("tools/call params.inputResponses must be an object")
     }
     if (requestState !== undefined && typeof requestState !== "string") {
