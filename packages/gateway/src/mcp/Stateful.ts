@@ -34,7 +34,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, type Duration, Effect, Exit, Option, Predicate, type Scope } from "effect"
+import { Deferred, Effect, Exit, Option, Predicate, type Scope } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
@@ -64,15 +64,7 @@ import * as StatefulSession from "./StatefulSession.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
 
 /** @since 0.1.0 */
-export interface StatefulOptions {
-  /** `retry` (ms) sent in priming events. */
-  readonly retryMs: number
-  /** A `tools/call` still running after this long (or reporting progress) is answered with an SSE stream. */
-  readonly streamAfter: Duration.Duration
-  /** Close a call's stream after this long if the call still runs (SSE polling). */
-  readonly pollAfter: Duration.Duration | undefined
-  /** Keep-alive comment interval on long-lived streams. */
-  readonly keepAlive: Duration.Duration
+export interface StatefulOptions extends Omit<ResumableStreams.ResumableStreamOptions, "ended"> {
   /** Completed when the endpoint shuts down: streams end so clients reconnect elsewhere. */
   readonly shutdown: Deferred.Deferred<void>
 }

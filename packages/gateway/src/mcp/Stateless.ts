@@ -41,7 +41,7 @@ import { Cause, Deferred, type Duration, Effect, Exit, Option, Predicate, Queue,
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
-import { type CallContext, Dispatcher, type HeaderBinding, isKnownMethod } from "./Dispatcher.ts"
+import { type CallContext, Dispatcher, isKnownMethod } from "./Dispatcher.ts"
 import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -70,6 +70,7 @@ import {
 } from "./Protocol.ts"
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
+import type { HeaderBinding } from "./ToolList.ts"
 
 /** @since 0.1.0 */
 export interface StatelessOptions {
