@@ -37,7 +37,7 @@ import * as ToolCall from "./ToolCall.ts"
 import { type ProgressReporter, ToolCatalog } from "./ToolCatalog.ts"
 import * as ToolList from "./ToolList.ts"
 
-// where they were first served from; `federation/upstream/Wire.ts` and the tests import them from here
+// `federation/upstream/Wire.ts` and the unit tests import these from here, where they were first
 export { missingCapabilities } from "./ToolCall.ts"
 export { type HeaderBinding, headerBindingsOf, type PreparedTools } from "./ToolList.ts"
 

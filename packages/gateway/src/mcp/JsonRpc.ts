@@ -189,6 +189,13 @@ export const encodeNotification = (method: string, paramsJson?: string): string 
     `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}` :
     `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${paramsJson}}`
 
+/** The request's `_meta.progressToken`, when it has one that is a string or a number. */
+export const progressToken = (message: RequestMessage): string | number | undefined => {
+  const meta = message.params?._meta
+  const token = Predicate.isReadonlyObject(meta) ? meta.progressToken : undefined
+  return typeof token === "string" || typeof token === "number" ? token : undefined
+}
+
 /** A `notifications/progress` message for a request's `progressToken`. */
 export const encodeProgress = (
   token: string | number,

@@ -40,6 +40,7 @@ import {
   encodeProgress,
   encodeResult,
   internalError,
+  progressToken,
   ProtocolError
 } from "./JsonRpc.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
@@ -216,9 +217,8 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         session.logLevel = level
         return yield* send(encodeResult(message.id, "{}"))
       }
-      const meta = message.params?._meta
-      const token = Predicate.isReadonlyObject(meta) ? meta.progressToken : undefined
-      const progress = typeof token === "string" || typeof token === "number" ?
+      const token = progressToken(message)
+      const progress = token !== undefined ?
         Option.some<ProgressReporter>((value, total, text) =>
           Effect.asVoid(send(encodeProgress(token, value, total, text)))
         ) :

@@ -28,13 +28,14 @@
  *   on the call's response stream; the client's response to one may be
  *   POSTed to any replica (`ClientRelay.ts`).
  * - GET with `Last-Event-ID` resumes the stream that id belongs to; without,
- *   it opens the standalone stream.
+ *   it opens the standalone stream (the `Accept: text/event-stream` it
+ *   requires, else 406, is checked by `StreamableHttp.ts`).
  * - DELETE with the session id ends the session (204): in-flight calls are
  *   cancelled and its streams end; later requests with that id get 404.
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, Exit, Option, Predicate, type Scope } from "effect"
+import { Deferred, Effect, Exit, Option, type Scope } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
@@ -50,6 +51,7 @@ import {
   encodeResult,
   errorOf,
   type NotificationMessage,
+  progressToken,
   ProtocolError,
   type RequestId,
   type RequestMessage
@@ -67,12 +69,6 @@ import type { ProgressReporter } from "./ToolCatalog.ts"
 export interface StatefulOptions extends Omit<ResumableStreams.ResumableStreamOptions, "ended"> {
   /** Completed when the endpoint shuts down: streams end so clients reconnect elsewhere. */
   readonly shutdown: Deferred.Deferred<void>
-}
-
-const progressToken = (message: RequestMessage): string | number | undefined => {
-  const meta = message.params?._meta
-  const token = Predicate.isReadonlyObject(meta) ? meta.progressToken : undefined
-  return typeof token === "string" || typeof token === "number" ? token : undefined
 }
 
 /** Builds the handlers of 2025-era POST, GET and DELETE. */
