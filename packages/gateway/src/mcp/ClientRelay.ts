@@ -28,7 +28,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Predicate, Stream } from "effect"
 import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { type RelayHooks, RelayRefused } from "./Relay.ts"
 import { type McpSessionStore, newStreamId } from "./Sessions.ts"
@@ -96,9 +96,6 @@ export const setLevel = (
 const REQUEST_PREFIX = "janus."
 const replyStream = (requestId: string) => `reply.${requestId}`
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 const refused = (message: string) => new RelayRefused({ code: -32603, message })
 
 /** The result of a client's JSON-RPC response (parsed, or as stored), or the refusal it carries. */
@@ -111,10 +108,12 @@ export const outcomeOf = (data: unknown): Effect.Effect<Readonly<Record<string, 
       return Effect.fail(refused("the client's response is not JSON"))
     }
   }
-  if (!isObject(message)) return Effect.fail(refused("the client's response is not a JSON-RPC message"))
-  if (isObject(message.result)) return Effect.succeed(message.result)
+  if (!Predicate.isReadonlyObject(message)) {
+    return Effect.fail(refused("the client's response is not a JSON-RPC message"))
+  }
+  if (Predicate.isReadonlyObject(message.result)) return Effect.succeed(message.result)
   const error = message.error
-  if (isObject(error)) {
+  if (Predicate.isReadonlyObject(error)) {
     return Effect.fail(
       new RelayRefused({
         code: typeof error.code === "number" ? error.code : -32603,
@@ -165,7 +164,9 @@ export const deliverReply = (
   sessionId: string,
   body: unknown
 ): Effect.Effect<void> => {
-  if (!isObject(body) || typeof body.id !== "string" || !body.id.startsWith(REQUEST_PREFIX)) return Effect.void
+  if (!Predicate.isReadonlyObject(body) || typeof body.id !== "string" || !body.id.startsWith(REQUEST_PREFIX)) {
+    return Effect.void
+  }
   const streamId = replyStream(body.id)
   return store.append(sessionId, streamId, JSON.stringify(body)).pipe(
     Effect.flatMap((seq) => seq === 0 ? Effect.void : store.closeStream(sessionId, streamId)),

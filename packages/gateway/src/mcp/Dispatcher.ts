@@ -6,32 +6,16 @@
  * Capabilities are per caller: tools and logging always, and what the
  * `Features` of the caller's view offer.
  *
- * Spec rules this module enforces:
- * - `tools/list` is paginated with an opaque cursor; the order is the
- *   catalog's name order, and the cursor names the last tool of the previous
- *   page, so pages stay consistent while tools are added or removed. An
- *   unknown cursor is Invalid Params (-32602).
+ * Spec rules this module enforces (those of `tools/list` and `tools/call`
+ * are `ToolList.ts`'s and `ToolCall.ts`'s):
  * - 2026-07-28 results carry `resultType`, identify the server in
  *   `_meta["io.modelcontextprotocol/serverInfo"]`, and list results
  *   (`tools/list`, `prompts/list`, `resources/list`,
  *   `resources/templates/list`) and `server/discover` carry `ttlMs` and
- *   `cacheScope` (tool lists depend on the caller, so they are `private`).
- * - An `input_required` outcome (multi round-trip, 2026-07-28) needs the client
- *   capabilities of its input requests; if they were not declared in
- *   `_meta["io.modelcontextprotocol/clientCapabilities"]` the request fails with
- *   MissingRequiredClientCapability (-32021, HTTP 400) and
- *   `data.requiredCapabilities`. 2025-era clients cannot receive one: the
- *   gateway asks them itself over their session and repeats the call with the
- *   answers (`InputRequired.ts`); where it cannot ask (a JSON-RPC batch) the
- *   answer is a tool error result.
- * - Arguments the gateway judged invalid (`InvalidToolArguments` with
- *   `asToolResult`: the tool's input schema) are a tool result with
- *   `isError: true` naming the argument and what was expected (MCP
- *   2025-11-25 "Error Handling": input validation errors are tool execution
- *   errors, so a model can correct itself).
- * - Unknown tools and malformed params are Invalid Params (-32602); gateway
- *   refusals (limits, shedding, breaker, authorization) are -32000 with
- *   `data.reason`.
+ *   `cacheScope` (`server/discover` depends on the caller's view, so it is
+ *   `private`).
+ * - Each wire serves its own methods: `ping` and `logging/setLevel` (and
+ *   resource subscriptions) on the 2025 era, `server/discover` on 2026-07-28.
  * - Methods are case-sensitive; unknown ones are Method not found (-32601),
  *   HTTP 404 on 2026-07-28.
  *
@@ -41,29 +25,21 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option } from "effect"
-import * as Base64Url from "effect/encoding/Base64Url"
-import * as Result from "effect/Result"
-import * as TraceContext from "../observability/TraceContext.ts"
+import { Context, Effect, Layer, type Option } from "effect"
 import type { Caller } from "./Caller.ts"
 import * as FeatureMethods from "./FeatureMethods.ts"
 import { Features } from "./Features.ts"
 import { type AdmissionRefused, McpGuard } from "./Guard.ts"
-import * as InputRequired from "./InputRequired.ts"
-import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
-import { ErrorCode, Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
-import { type RelayHooks, UpstreamRelay } from "./Relay.ts"
-import {
-  type CallToolResult,
-  describeToolCallError,
-  type InputRequest,
-  type InvalidToolArguments,
-  type ProgressReporter,
-  type Tool,
-  type ToolCallError,
-  ToolCallRefused,
-  ToolCatalog
-} from "./ToolCatalog.ts"
+import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
+import { Meta, type StatefulVersion, SUPPORTED_VERSIONS } from "./Protocol.ts"
+import type { RelayHooks } from "./Relay.ts"
+import * as ToolCall from "./ToolCall.ts"
+import { type ProgressReporter, ToolCatalog } from "./ToolCatalog.ts"
+import * as ToolList from "./ToolList.ts"
+
+// `federation/upstream/Wire.ts` and the unit tests import these from here, where they were first
+export { missingCapabilities } from "./ToolCall.ts"
+export { type HeaderBinding, headerBindingsOf, type PreparedTools } from "./ToolList.ts"
 
 /** Server identity (`serverInfo`). */
 export interface ServerInfo {
@@ -107,25 +83,6 @@ export interface CallContext {
   readonly admitted?: Effect.Effect<void, AdmissionRefused> | undefined
 }
 
-/** A `x-mcp-header` annotated argument of a tool (2026-07-28 `Mcp-Param-*`). */
-export interface HeaderBinding {
-  /** Lower-case header name, `mcp-param-<name>`. */
-  readonly header: string
-  /** The header as declared, `Mcp-Param-<Name>`. */
-  readonly headerName: string
-  /** Property path in `arguments`. */
-  readonly path: ReadonlyArray<string>
-  readonly display: string
-}
-
-/** What the gateway derives once from one catalog list instance. */
-export interface PreparedTools {
-  readonly tools: ReadonlyArray<Tool>
-  readonly names: ReadonlyArray<string>
-  readonly headerBindings: ReadonlyMap<string, ReadonlyArray<HeaderBinding>>
-  readonly pages: Map<number, string>
-}
-
 /** @since 0.1.0 */
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Runs a request method; resolves to the encoded `result`. */
@@ -137,7 +94,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
   /** The encoded `initialize` result for a negotiated 2025-era revision, with the caller's capabilities. */
   readonly initializeResult: (version: StatefulVersion, caller: Caller) => Effect.Effect<ResultJson>
   /** The caller's tool list with its derived data. */
-  readonly prepared: (caller: Caller) => Effect.Effect<PreparedTools>
+  readonly prepared: (caller: Caller) => Effect.Effect<ToolList.PreparedTools>
   /** The encoded `serverInfo`, for results built by transports. */
   readonly serverInfoJson: string
 }>()("@janus/gateway/mcp/Dispatcher") {
@@ -146,146 +103,26 @@ export class Dispatcher extends Context.Service<Dispatcher, {
     Layer.effect(Dispatcher, make(options))
 }
 
-const byName = (a: Tool, b: Tool): number => a.name < b.name ? -1 : a.name > b.name ? 1 : 0
-
-/** `x-mcp-header` annotations reachable from the schema root through `properties` only. */
-export const headerBindingsOf = (inputSchema: unknown): ReadonlyArray<HeaderBinding> => {
-  const bindings: Array<HeaderBinding> = []
-  const visit = (schema: unknown, path: ReadonlyArray<string>) => {
-    if (typeof schema !== "object" || schema === null) return
-    const record = schema as Record<string, unknown>
-    const annotation = record["x-mcp-header"]
-    if (typeof annotation === "string" && path.length > 0 && /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(annotation)) {
-      bindings.push({
-        header: `mcp-param-${annotation.toLowerCase()}`,
-        headerName: `Mcp-Param-${annotation}`,
-        path,
-        display: path.join(".")
-      })
-    }
-    const properties = record.properties
-    if (typeof properties === "object" && properties !== null) {
-      for (const [key, child] of Object.entries(properties)) visit(child, [...path, key])
-    }
-  }
-  visit(inputSchema, [])
-  return bindings
-}
-
-const encodeCursor = (lastName: string): string => Base64Url.encode(`t:${lastName}`)
-
-const decodeCursor = (cursor: string): string | undefined => {
-  const decoded = Base64Url.decodeString(cursor)
-  if (Result.isFailure(decoded) || !decoded.success.startsWith("t:")) return undefined
-  return decoded.success.slice(2)
-}
-
-/** Index of the first name greater than `name` in a sorted array. */
-const upperBound = (names: ReadonlyArray<string>, name: string): number => {
-  let lo = 0
-  let hi = names.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (names[mid]! <= name) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
-
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-/** The client capabilities an input request needs that `declared` lacks. */
-export const missingCapabilities = (
-  inputRequests: Readonly<Record<string, InputRequest>> | undefined,
-  declared: Readonly<Record<string, unknown>>
-): Record<string, Record<string, unknown>> => {
-  const missing: Record<string, Record<string, unknown>> = {}
-  for (const request of Object.values(inputRequests ?? {})) {
-    switch (request.method) {
-      case "sampling/createMessage": {
-        const sampling = declared.sampling
-        if (!isObject(sampling)) missing.sampling = {}
-        else if (request.params?.tools !== undefined && !isObject(sampling.tools)) {
-          missing.sampling = { ...missing.sampling, tools: {} }
-        }
-        break
-      }
-      case "elicitation/create": {
-        const elicitation = declared.elicitation
-        const mode = request.params?.mode === "url" ? "url" : "form"
-        const ok = isObject(elicitation) &&
-          (mode === "url"
-            ? isObject(elicitation.url)
-            : isObject(elicitation.form) || Object.keys(elicitation).length === 0)
-        if (!ok) missing.elicitation = { ...missing.elicitation, [mode]: {} }
-        break
-      }
-      case "roots/list":
-        if (!isObject(declared.roots)) missing.roots = {}
-        break
-    }
-  }
-  return missing
-}
-
-const toProtocolError = (error: ToolCallError): ProtocolError => {
-  switch (error._tag) {
-    case "ToolNotFound":
-    case "InvalidToolArguments":
-      return ProtocolError.invalidParams(describeToolCallError(error))
-    case "ToolCallRefused":
-      return new ProtocolError({
-        code: ErrorCode.refused,
-        message: describeToolCallError(error),
-        data: error.retryAfterMs === undefined ?
-          { reason: error.reason, tool: error.name } :
-          { reason: error.reason, tool: error.name, retryAfterMs: error.retryAfterMs },
-        status: 200
-      })
-  }
-}
-
-/** An input validation error as MCP 2025-11-25 answers it: a tool result with `isError`, for the model to read. */
-const inputErrorResult = (error: InvalidToolArguments): CallToolResult => ({
-  content: [{ type: "text", text: describeToolCallError(error) }],
-  isError: true
-})
-
-/** What the client sees of a defect: no internals. */
-const internalError = (name: string): ProtocolError =>
-  new ProtocolError({
-    code: ErrorCode.internalError,
-    message: `Internal error while calling tool '${name}'; the gateway logged the cause, retry or report it`,
-    status: 200
-  })
-
+/** Methods both wires serve. */
+const sharedMethods = [
+  "tools/list",
+  "tools/call",
+  "prompts/list",
+  "prompts/get",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read",
+  "completion/complete"
+]
 /** Methods of the 2025 era answered with "not supported" rather than routed. */
 const statefulMethods: ReadonlySet<string> = new Set([
   "ping",
   "logging/setLevel",
-  "tools/list",
-  "tools/call",
-  "prompts/list",
-  "prompts/get",
-  "resources/list",
-  "resources/templates/list",
-  "resources/read",
+  ...sharedMethods,
   "resources/subscribe",
-  "resources/unsubscribe",
-  "completion/complete"
+  "resources/unsubscribe"
 ])
-const statelessMethods: ReadonlySet<string> = new Set([
-  "server/discover",
-  "tools/list",
-  "tools/call",
-  "prompts/list",
-  "prompts/get",
-  "resources/list",
-  "resources/templates/list",
-  "resources/read",
-  "completion/complete"
-])
+const statelessMethods: ReadonlySet<string> = new Set(["server/discover", ...sharedMethods])
 
 /** Whether a method is served on a wire (`subscriptions/listen` is the transport's). */
 export const isKnownMethod = (stateless: boolean, method: string): boolean =>
@@ -334,157 +171,8 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       }))
   const toolsListSuffix = `,"ttlMs":${toolsTtl},"cacheScope":"private"${completeSuffix}`
 
-  const preparedCache = new WeakMap<ReadonlyArray<Tool>, PreparedTools>()
-  const prepare = (list: ReadonlyArray<Tool>): PreparedTools => {
-    let prepared = preparedCache.get(list)
-    if (prepared !== undefined) return prepared
-    let tools = list
-    for (let i = 1; i < list.length; i++) {
-      if (list[i - 1]!.name > list[i]!.name) {
-        tools = [...list].sort(byName)
-        break
-      }
-    }
-    const headerBindings = new Map<string, ReadonlyArray<HeaderBinding>>()
-    for (const tool of tools) {
-      const bindings = headerBindingsOf(tool.inputSchema)
-      if (bindings.length > 0) headerBindings.set(tool.name, bindings)
-    }
-    prepared = { tools, names: tools.map((tool) => tool.name), headerBindings, pages: new Map() }
-    preparedCache.set(list, prepared)
-    return prepared
-  }
-  const prepared = (caller: Caller) => Effect.map(catalog.list(caller), prepare)
-
-  const listTools = Effect.fnUntraced(function*(
-    context: CallContext,
-    params: Readonly<Record<string, unknown>> | undefined
-  ) {
-    const tools = yield* prepared(context.caller)
-    const cursor = params?.cursor
-    let start = 0
-    if (cursor !== undefined) {
-      const after = typeof cursor === "string" ? decodeCursor(cursor) : undefined
-      if (after === undefined) {
-        return yield* ProtocolError.invalidParams(
-          `Invalid cursor ${
-            JSON.stringify(cursor)
-          }: it was not issued by this server's tools/list; omit the cursor to start from the first page`
-        )
-      }
-      start = upperBound(tools.names, after)
-    }
-    let page = tools.pages.get(start)
-    if (page === undefined) {
-      page = JSON.stringify(tools.tools.slice(start, start + pageSize))
-      tools.pages.set(start, page)
-    }
-    const end = start + pageSize
-    const next = end < tools.tools.length ? `,"nextCursor":${JSON.stringify(encodeCursor(tools.names[end - 1]!))}` : ""
-    return context.stateless ? `{"tools":${page}${next}${toolsListSuffix}` : `{"tools":${page}${next}}`
-  })
-
-  const encodeComplete = (result: CallToolResult, stateless: boolean): ResultJson => {
-    if (!stateless) return JSON.stringify(result)
-    const meta = result._meta === undefined ? statelessMeta : { ...result._meta, ...statelessMeta }
-    return JSON.stringify({ ...result, resultType: "complete", _meta: meta })
-  }
-
-  const callTool = Effect.fnUntraced(function*(
-    context: CallContext,
-    params: Readonly<Record<string, unknown>> | undefined
-  ) {
-    const name = params?.name
-    if (typeof name !== "string") {
-      return yield* ProtocolError.invalidParams(
-        `tools/call params.name is ${describeValue(name)}; expected the tool's name (a string)`
-      )
-    }
-    const args = params?.arguments
-    if (args !== undefined && !isObject(args)) {
-      return yield* ProtocolError.invalidParams(
-        `tools/call params.arguments is ${describeValue(args)}; expected an object (or no arguments at all)`
-      )
-    }
-    const inputResponses = params?.inputResponses
-    const requestState = params?.requestState
-    if (inputResponses !== undefined && !isObject(inputResponses)) {
-      return yield* ProtocolError.invalidParams("tools/call params.inputResponses must be an object")
-    }
-    if (requestState !== undefined && typeof requestState !== "string") {
-      return yield* ProtocolError.invalidParams("tools/call params.requestState must be a string")
-    }
-    const abort = new AbortController()
-    const admitted = context.admitted === undefined ? undefined : Effect.mapError(
-      context.admitted,
-      (refusal) =>
-        new ToolCallRefused({
-          name,
-          reason: "rate_limited",
-          detail: refusal.message,
-          ...(refusal.retryAfterMs === undefined ? {} : { retryAfterMs: refusal.retryAfterMs }),
-          ...(refusal.bucket === undefined ? {} : { bucket: refusal.bucket })
-        })
-    )
-    // the caller's capabilities go upstream (2026-07-28 `_meta`, 2025 server-request relaying)
-    const relay = { ...context.relay, clientCapabilities: context.clientCapabilities, stateless: context.stateless }
-    const run = (
-      responses: Readonly<Record<string, unknown>> | undefined,
-      state: string | undefined
-    ) =>
-      catalog.call(context.caller, {
-        name,
-        arguments: args ?? {},
-        signal: abort.signal,
-        progress: context.progress,
-        inputResponses: responses,
-        requestState: state
-      }).pipe(Effect.provideService(UpstreamRelay, relay))
-    // a 2025-era client is asked for an upstream's input over its session, within the one guarded call
-    const settled = context.stateless || relay.request === undefined ?
-      run(inputResponses, requestState) :
-      Effect.flatMap(
-        run(inputResponses, requestState),
-        (first) =>
-          InputRequired.isInputRequired(first) ? InputRequired.fulfil(name, first, run, relay) : Effect.succeed(first)
-      )
-    const outcome = yield* guard.guardCall(context.caller, name, settled, admitted).pipe(
-      // a client's _meta.traceparent is the parent of the tools/call span
-      TraceContext.withMetaParent(params?._meta),
-      Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-      // one combinator for both: an input error the gateway judged is a result, the rest protocol errors
-      Effect.catch((error) =>
-        error._tag === "InvalidToolArguments" && error.asToolResult === true ?
-          Effect.succeed(inputErrorResult(error)) :
-          Effect.fail(toProtocolError(error))
-      ),
-      Effect.catchDefect((defect) =>
-        Effect.andThen(
-          Effect.logError(`tools/call of '${name}' failed unexpectedly`, defect),
-          Effect.fail(internalError(name))
-        )
-      )
-    )
-    if (!InputRequired.isInputRequired(outcome)) return encodeComplete(outcome, context.stateless)
-    if (!context.stateless) {
-      return JSON.stringify(InputRequired.toolError(
-        `Tool '${name}' needs input from the client (multi round-trip), which the gateway cannot ask for within a JSON-RPC batch; send the call on its own`
-      ))
-    }
-    const missing = missingCapabilities(outcome.inputRequests, context.clientCapabilities)
-    if (Object.keys(missing).length > 0) {
-      return yield* new ProtocolError({
-        code: ErrorCode.missingRequiredClientCapability,
-        message: `Tool '${name}' needs client capabilities the request did not declare (${
-          Object.keys(missing).join(", ")
-        }); declare them in _meta["${Meta.clientCapabilities}"]`,
-        data: { requiredCapabilities: missing },
-        status: 400
-      })
-    }
-    const meta = outcome._meta === undefined ? statelessMeta : { ...outcome._meta, ...statelessMeta }
-    return JSON.stringify({ ...outcome, _meta: meta })
-  })
+  const tools = ToolList.make(catalog, { pageSize, statelessSuffix: toolsListSuffix })
+  const callTool = ToolCall.make(catalog, guard, statelessMeta)
 
   const dispatch = (
     context: CallContext,
@@ -497,7 +185,7 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       case "tools/call":
         return callTool(context, params)
       case "tools/list":
-        return listTools(context, params)
+        return tools.list(context.caller, context.stateless, params)
       case "server/discover":
         if (context.stateless) return discover(context.caller)
         break
@@ -516,5 +204,5 @@ const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     )
   }
 
-  return Dispatcher.of({ dispatch, initializeResult, prepared, serverInfoJson })
+  return Dispatcher.of({ dispatch, initializeResult, prepared: tools.prepared, serverInfoJson })
 })

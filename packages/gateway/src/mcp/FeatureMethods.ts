@@ -29,7 +29,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Predicate } from "effect"
 import * as Cursor from "./Cursor.ts"
 import type { CallContext } from "./Dispatcher.ts"
 import { type FeatureCapabilities, type FeatureKind, Features, ROUTED_METHODS } from "./Features.ts"
@@ -43,9 +43,6 @@ const LISTS: Readonly<Record<string, readonly [FeatureKind, string]>> = {
   "resources/templates/list": ["resourceTemplates", "resourceTemplates"],
   "prompts/list": ["prompts", "prompts"]
 }
-
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** What a refusal of the guard (limits, cap, authorization) or an upstream failure looks like to the client. */
 export const refusedError = (error: ToolCallRefused): ProtocolError =>
@@ -69,7 +66,7 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
   switch (method) {
     case "prompts/get": {
       const args = params.arguments
-      if (args !== undefined && !isObject(args)) {
+      if (args !== undefined && !Predicate.isReadonlyObject(args)) {
         return ProtocolError.invalidParams(
           `prompts/get params.arguments is ${describeValue(args)}; expected an object of string values`
         )
@@ -78,14 +75,14 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
     }
     case "completion/complete": {
       const ref = params.ref
-      if (!isObject(ref) || (ref.type !== "ref/prompt" && ref.type !== "ref/resource")) {
+      if (!Predicate.isReadonlyObject(ref) || (ref.type !== "ref/prompt" && ref.type !== "ref/resource")) {
         return ProtocolError.invalidParams(
           `completion/complete params.ref is ${
             describeValue(ref)
           }; expected {"type":"ref/prompt","name":…} or {"type":"ref/resource","uri":…}`
         )
       }
-      if (!isObject(params.argument) || typeof params.argument.name !== "string") {
+      if (!Predicate.isReadonlyObject(params.argument) || typeof params.argument.name !== "string") {
         return ProtocolError.invalidParams(
           `completion/complete params.argument is ${describeValue(params.argument)}; expected {"name":…,"value":…}`
         )
@@ -145,7 +142,9 @@ export const make = (
       const { ttlMs: _t, cacheScope: _c, ...plain } = rest
       return JSON.stringify(plain)
     }
-    const meta = isObject(rest._meta) ? { ...rest._meta, ...options.statelessMeta } : options.statelessMeta
+    const meta = Predicate.isReadonlyObject(rest._meta)
+      ? { ...rest._meta, ...options.statelessMeta }
+      : options.statelessMeta
     return JSON.stringify({ ...rest, resultType: "complete", _meta: meta })
   }
 

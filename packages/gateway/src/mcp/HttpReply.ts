@@ -2,12 +2,14 @@
  * HTTP responses of the MCP endpoints: a JSON-RPC message as
  * `application/json`, a JSON-RPC error with the HTTP status its rule requires,
  * and `202 Accepted` for accepted notifications and responses (Streamable HTTP,
- * "Sending Messages to the Server").
+ * "Sending Messages to the Server"); and the 415 of a POST whose body is not
+ * declared `application/json`, which both HTTP transports refuse alike.
  *
  * @since 0.1.0
  */
 import { HttpServerResponse } from "effect/http"
-import { encodeError, type ProtocolError, type RequestId } from "./JsonRpc.ts"
+import { encodeError, ProtocolError, type RequestId } from "./JsonRpc.ts"
+import { Header, mediaTypeEssence } from "./Protocol.ts"
 
 /** An encoded JSON-RPC message as `application/json`. */
 export const json = (
@@ -33,6 +35,20 @@ export const accepted: HttpServerResponse.HttpServerResponse = HttpServerRespons
 
 /** `204 No Content`. */
 export const noContent: HttpServerResponse.HttpServerResponse = HttpServerResponse.empty({ status: 204 })
+
+/** The 415 refusal of a POST whose `Content-Type` is not `application/json`; `undefined` when it is. */
+export const unlessJsonBody = (
+  headers: Readonly<Record<string, string | undefined>>
+): HttpServerResponse.HttpServerResponse | undefined => {
+  const contentType = mediaTypeEssence(headers[Header.contentType])
+  return contentType === "application/json" ? undefined : error(
+    null,
+    ProtocolError.invalidRequest(
+      `Content-Type ${JSON.stringify(contentType ?? "(missing)")} is not supported; expected application/json`,
+      415
+    )
+  )
+}
 
 /** A request body that parsed as JSON. */
 export interface ParsedBody {

@@ -31,7 +31,7 @@
  *
  * @since 0.1.0
  */
-import { Data, Duration, Effect, Exit, Option, Schema } from "effect"
+import { Data, Duration, Effect, Exit, Option, Predicate, Schema } from "effect"
 import { McpSchema } from "effect/ai"
 import { answerWithoutClient, capabilityOf, type RelayHooks } from "./Relay.ts"
 import type { CallToolResult, InputRequest, InputRequiredResult, ToolCallOutcome } from "./ToolCatalog.ts"
@@ -53,9 +53,6 @@ export const REQUEST_STATE_ONLY_PAUSE = Duration.millis(250)
 
 const INPUT_METHODS: ReadonlySet<string> = new Set(["elicitation/create", "sampling/createMessage", "roots/list"])
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 export const isInputRequired = (outcome: ToolCallOutcome): outcome is InputRequiredResult =>
   (outcome as { resultType?: unknown }).resultType === "input_required"
 
@@ -68,16 +65,18 @@ export const isInputRequired = (outcome: ToolCallOutcome): outcome is InputRequi
 export const invalidInputRequired = (result: Readonly<Record<string, unknown>>): string | undefined => {
   const requests = result.inputRequests
   const state = result.requestState
-  if (requests !== undefined && !isObject(requests)) return "its inputRequests is not an object"
+  if (requests !== undefined && !Predicate.isReadonlyObject(requests)) return "its inputRequests is not an object"
   if (state !== undefined && typeof state !== "string") return "its requestState is not a string"
   if ((requests === undefined || Object.keys(requests).length === 0) && state === undefined) {
     return "it carries neither inputRequests nor requestState"
   }
   for (const [key, request] of Object.entries(requests ?? {})) {
-    if (!isObject(request) || typeof request.method !== "string" || !INPUT_METHODS.has(request.method)) {
+    if (
+      !Predicate.isReadonlyObject(request) || typeof request.method !== "string" || !INPUT_METHODS.has(request.method)
+    ) {
       return `its input request ${JSON.stringify(key)} is not one of ${[...INPUT_METHODS].join(", ")}`
     }
-    if (request.params !== undefined && !isObject(request.params)) {
+    if (request.params !== undefined && !Predicate.isReadonlyObject(request.params)) {
       return `the params of its input request ${JSON.stringify(key)} are not an object`
     }
   }
@@ -96,7 +95,7 @@ const answer = (
   request: InputRequest
 ): Effect.Effect<Readonly<Record<string, unknown>>, Unanswered> => {
   const capability = capabilityOf(request.method)!
-  if (relay.request !== undefined && isObject(relay.clientCapabilities?.[capability])) {
+  if (relay.request !== undefined && Predicate.isReadonlyObject(relay.clientCapabilities?.[capability])) {
     return relay.request(request.method, request.params).pipe(
       Effect.mapError((refused) =>
         new Unanswered({ reason: `the client refused ${request.method} (${refused.code}: ${refused.message})` })
@@ -176,7 +175,7 @@ export const invalidResponses = (
   asked: Readonly<Record<string, string>>
 ): string | undefined => {
   if (responses === undefined) return undefined
-  if (!isObject(responses)) {
+  if (!Predicate.isReadonlyObject(responses)) {
     return `inputResponses is ${
       responses === null ? "null" : Array.isArray(responses) ? "an array" : typeof responses
     }; expected an object of results by input request key`

@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { Data } from "effect"
+import { Data, Exit, Option, Predicate } from "effect"
 import type { McpSchema } from "effect/ai"
 import { ErrorCode } from "./Protocol.ts"
 
@@ -41,8 +41,11 @@ export type Message =
   | { readonly _tag: "Response"; readonly id: RequestId | null }
   | { readonly _tag: "Invalid"; readonly id: RequestId | null; readonly reason: string }
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+/** A parsed JSON-RPC request. */
+export type RequestMessage = Extract<Message, { _tag: "Request" }>
+
+/** A parsed JSON-RPC notification. */
+export type NotificationMessage = Extract<Message, { _tag: "Notification" }>
 
 const isId = (u: unknown): u is RequestId => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
@@ -76,7 +79,7 @@ export const describeValue = (value: unknown): string => {
 
 /** Classifies one parsed JSON value as a JSON-RPC message. */
 export const classify = (value: unknown): Message => {
-  if (!isObject(value)) {
+  if (!Predicate.isReadonlyObject(value)) {
     return {
       _tag: "Invalid",
       id: null,
@@ -96,7 +99,7 @@ export const classify = (value: unknown): Message => {
       return { _tag: "Invalid", id, reason: `"method" is ${describeValue(value.method)}; expected a string` }
     }
     const params = value.params
-    if (params !== undefined && !isObject(params)) {
+    if (params !== undefined && !Predicate.isReadonlyObject(params)) {
       return {
         _tag: "Invalid",
         id,
@@ -149,6 +152,17 @@ export class ProtocolError extends Data.TaggedError("ProtocolError")<{
   }
 }
 
+/** The error of a failed request that has nothing better to say: 500, Internal error. */
+export const internalError = new ProtocolError({
+  code: ErrorCode.internalError,
+  message: "Internal error",
+  status: 500
+})
+
+/** The `ProtocolError` a request's exit answers with (Internal error for a defect or an interruption). */
+export const errorOf = (exit: Exit.Exit<unknown, ProtocolError>): ProtocolError =>
+  Exit.isSuccess(exit) ? internalError : Option.getOrElse(Exit.findErrorOption(exit), () => internalError)
+
 /** A JSON string of a JSON-RPC `result`, ready to be spliced into a response. */
 export type ResultJson = string
 
@@ -174,6 +188,13 @@ export const encodeNotification = (method: string, paramsJson?: string): string 
   paramsJson === undefined ?
     `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}` :
     `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${paramsJson}}`
+
+/** The request's `_meta.progressToken`, when it has one that is a string or a number. */
+export const progressToken = (message: RequestMessage): string | number | undefined => {
+  const meta = message.params?._meta
+  const token = Predicate.isReadonlyObject(meta) ? meta.progressToken : undefined
+  return typeof token === "string" || typeof token === "number" ? token : undefined
+}
 
 /** A `notifications/progress` message for a request's `progressToken`. */
 export const encodeProgress = (

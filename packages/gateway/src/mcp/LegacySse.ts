@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Option, Queue, Stream } from "effect"
+import { Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Option, Predicate, Queue, Stream } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
@@ -33,9 +33,18 @@ import { type CallContext, Dispatcher } from "./Dispatcher.ts"
 import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
-import { classify, encodeError, encodeNotification, encodeProgress, encodeResult, ProtocolError } from "./JsonRpc.ts"
+import {
+  classify,
+  encodeError,
+  encodeNotification,
+  encodeProgress,
+  encodeResult,
+  internalError,
+  progressToken,
+  ProtocolError
+} from "./JsonRpc.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
-import { accepts, ErrorCode, Header, isStatefulVersion, LATEST_STATEFUL_VERSION, mediaTypeEssence } from "./Protocol.ts"
+import { accepts, ErrorCode, Header, isStatefulVersion, LATEST_STATEFUL_VERSION } from "./Protocol.ts"
 import { newSessionId } from "./Sessions.ts"
 import * as SessionSubscriptions from "./SessionSubscriptions.ts"
 import * as Sse from "./Sse.ts"
@@ -77,9 +86,6 @@ interface LegacySession {
   /** The resources the client subscribed to (one session, key `""`), held while the stream is open. */
   readonly subscribed: SessionSubscriptions.SessionSubscriptions
 }
-
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** Adds the two legacy routes. */
 export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
@@ -201,7 +207,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
       if (message.method === "initialize") {
         const requested = message.params?.protocolVersion
         const capabilities = message.params?.capabilities
-        session.clientCapabilities = isObject(capabilities) ? capabilities : {}
+        session.clientCapabilities = Predicate.isReadonlyObject(capabilities) ? capabilities : {}
         const version = isStatefulVersion(requested) ? requested : LATEST_STATEFUL_VERSION
         return yield* send(encodeResult(message.id, yield* dispatcher.initializeResult(version, session.caller)))
       }
@@ -211,9 +217,8 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
         session.logLevel = level
         return yield* send(encodeResult(message.id, "{}"))
       }
-      const meta = message.params?._meta
-      const token = isObject(meta) ? meta.progressToken : undefined
-      const progress = typeof token === "string" || typeof token === "number" ?
+      const token = progressToken(message)
+      const progress = token !== undefined ?
         Option.some<ProgressReporter>((value, total, text) =>
           Effect.asVoid(send(encodeProgress(token, value, total, text)))
         ) :
@@ -244,7 +249,7 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
                 message.id,
                 Option.getOrElse(
                   Cause.findErrorOption(cause),
-                  () => new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 })
+                  () => internalError
                 )
               ))
           }),
@@ -277,16 +282,8 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           })
         )
       }
-      const contentType = mediaTypeEssence(request.headers[Header.contentType])
-      if (contentType !== "application/json") {
-        return HttpReply.error(
-          null,
-          ProtocolError.invalidRequest(
-            `Content-Type ${JSON.stringify(contentType ?? "(missing)")} is not supported; expected application/json`,
-            415
-          )
-        )
-      }
+      const notJson = HttpReply.unlessJsonBody(request.headers)
+      if (notJson !== undefined) return notJson
       const read = yield* options.readBody(request)
       if (!isParsedBody(read)) return read
       yield* handle(session, read.value)

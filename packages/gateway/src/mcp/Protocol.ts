@@ -131,8 +131,14 @@ export const routingNameKey = (method: string): "name" | "uri" | undefined => {
 export const decodeHeaderValue = (raw: string): string | undefined => McpServer.decodeNameHeader(raw.trim())
 
 // ---------------------------------------------------------------------------
-// Media types
+// Headers and media types
 // ---------------------------------------------------------------------------
+
+/** A request header's value without surrounding whitespace (RFC 9110 §5.5); `name` is lower-case. */
+export const headerValue = (
+  headers: Readonly<Record<string, string | undefined>>,
+  name: string
+): string | undefined => headers[name]?.trim()
 
 /** The `type/subtype` of a `Content-Type`, lower-cased, without parameters. */
 export const mediaTypeEssence = (value: string | undefined): string | undefined => {

@@ -37,11 +37,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, type Duration, Effect, Exit, Option, Queue, type Scope, Stream } from "effect"
+import { Cause, Deferred, type Duration, Effect, Exit, Option, Predicate, Queue, type Scope, Stream } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
-import { type CallContext, Dispatcher, type HeaderBinding, isKnownMethod } from "./Dispatcher.ts"
+import { type CallContext, Dispatcher, isKnownMethod } from "./Dispatcher.ts"
 import { Features } from "./Features.ts"
 import * as HttpReply from "./HttpReply.ts"
 import {
@@ -49,9 +49,12 @@ import {
   encodeNotification,
   encodeProgress,
   encodeResult,
+  errorOf,
+  internalError,
   type Message,
   ProtocolError,
   type RequestId,
+  type RequestMessage,
   type ResultJson
 } from "./JsonRpc.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
@@ -59,6 +62,7 @@ import {
   decodeHeaderValue,
   ErrorCode,
   Header,
+  headerValue,
   Meta,
   routingNameKey,
   STATELESS_VERSION,
@@ -66,6 +70,7 @@ import {
 } from "./Protocol.ts"
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
+import type { HeaderBinding } from "./ToolList.ts"
 
 /** @since 0.1.0 */
 export interface StatelessOptions {
@@ -75,20 +80,10 @@ export interface StatelessOptions {
   readonly shutdown: Deferred.Deferred<void>
 }
 
-type Request = Extract<Message, { _tag: "Request" }>
-
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-const header = (request: HttpServerRequest.HttpServerRequest, name: string): string | undefined => {
-  const value = request.headers[name]
-  return value === undefined ? undefined : value.trim()
-}
-
 const valueAt = (args: unknown, path: ReadonlyArray<string>): unknown => {
   let current = args
   for (const key of path) {
-    if (!isObject(current) || !Object.hasOwn(current, key)) return undefined
+    if (!Predicate.isReadonlyObject(current) || !Object.hasOwn(current, key)) return undefined
     current = current[key]
   }
   return current
@@ -153,16 +148,16 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
   /** Rules 1-5; the request context when the request may be dispatched. */
   const admit = (
     request: HttpServerRequest.HttpServerRequest,
-    message: Request
+    message: RequestMessage
   ): ProtocolError | Readonly<Record<string, unknown>> => {
-    const version = header(request, Header.protocolVersion)
+    const version = headerValue(request.headers, Header.protocolVersion)
     if (version === undefined) {
       return ProtocolError.headerMismatch(
         `MCP-Protocol-Version header is missing; 2026-07-28 requests must send it, equal to params._meta["${Meta.protocolVersion}"]`
       )
     }
     const meta = message.params?._meta
-    if (!isObject(meta)) {
+    if (!Predicate.isReadonlyObject(meta)) {
       return ProtocolError.invalidParams(
         `params._meta is missing; 2026-07-28 requests must carry "${Meta.protocolVersion}" and "${Meta.clientCapabilities}" in it`,
         400
@@ -182,7 +177,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
         `MCP-Protocol-Version header '${version}' does not match params._meta["${Meta.protocolVersion}"] '${claim}'`
       )
     }
-    if (!isObject(meta[Meta.clientCapabilities])) {
+    if (!Predicate.isReadonlyObject(meta[Meta.clientCapabilities])) {
       return ProtocolError.invalidParams(
         `params._meta["${Meta.clientCapabilities}"] is ${
           JSON.stringify(meta[Meta.clientCapabilities]) ?? "missing"
@@ -200,7 +195,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
         status: 400
       })
     }
-    const method = header(request, Header.method)
+    const method = headerValue(request.headers, Header.method)
     if (method === undefined) {
       return ProtocolError.headerMismatch(`Mcp-Method header is missing; expected '${message.method}'`)
     }
@@ -212,7 +207,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     const nameKey = routingNameKey(message.method)
     if (nameKey !== undefined) {
       const name = message.params?.[nameKey]
-      const raw = header(request, Header.name)
+      const raw = headerValue(request.headers, Header.name)
       if (raw === undefined) {
         return ProtocolError.headerMismatch(
           `Mcp-Name header is missing; ${message.method} requires it, equal to params.${nameKey} ${
@@ -247,7 +242,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
       HttpReply.json(encodeResult(id, exit.value)) :
       Cause.hasFails(exit.cause) ?
       HttpReply.error(id, Cause.findErrorOption(exit.cause).pipe(Option.getOrThrow)) :
-      HttpReply.error(id, new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 }))
+      HttpReply.error(id, internalError)
 
   /**
    * `tools/call` with a progress token or a log level: JSON if it finishes
@@ -255,7 +250,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
    */
   const callStreaming = Effect.fnUntraced(function*(
     context: CallContext,
-    message: Request,
+    message: RequestMessage,
     token: string | number | undefined,
     logLevel: string | undefined
   ) {
@@ -280,14 +275,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
           Sse.message(
             Exit.isSuccess(exit) ?
               encodeResult(message.id, exit.value) :
-              encodeError(
-                message.id,
-                Cause.findErrorOption(exit.cause).pipe(
-                  Option.getOrElse(() =>
-                    new ProtocolError({ code: ErrorCode.internalError, message: "Internal error", status: 500 })
-                  )
-                )
-              )
+              encodeError(message.id, errorOf(exit))
           )
         )
       ),
@@ -303,9 +291,9 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     return Sse.response(Stream.fromQueue(frames))
   })
 
-  const listen = (message: Request, caller: Caller): HttpServerResponse.HttpServerResponse => {
+  const listen = (message: RequestMessage, caller: Caller): HttpServerResponse.HttpServerResponse => {
     const filter = message.params?.notifications
-    if (!isObject(filter)) {
+    if (!Predicate.isReadonlyObject(filter)) {
       return HttpReply.error(
         message.id,
         ProtocolError.invalidParams(

@@ -31,7 +31,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Layer } from "effect"
+import { Deferred, Duration, Effect, Layer, Predicate } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import * as Hardening from "../http/Hardening.ts"
@@ -46,7 +46,7 @@ import { classify, ProtocolError } from "./JsonRpc.ts"
 import * as LegacySse from "./LegacySse.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
 import * as Origin from "./Origin.ts"
-import { accepts, ErrorCode, Header, mediaTypeEssence, Meta, STATELESS_VERSION } from "./Protocol.ts"
+import { accepts, ErrorCode, Header, Meta, STATELESS_VERSION } from "./Protocol.ts"
 import { McpSessionStore, type MemoryStoreOptions } from "./Sessions.ts"
 import * as Stateful from "./Stateful.ts"
 import * as Stateless from "./Stateless.ts"
@@ -119,15 +119,12 @@ const refused = (refusal: AdmissionRefused): HttpServerResponse.HttpServerRespon
     refusal.headers
   )
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** Whether a parsed POST body belongs to the 2026-07-28 wire. */
 export const isStatelessBody = (body: unknown, versionHeader: string | undefined): boolean => {
-  if (!isObject(body)) return false
+  if (!Predicate.isReadonlyObject(body)) return false
   const params = body.params
-  const meta = isObject(params) ? params._meta : undefined
-  if (isObject(meta) && Meta.protocolVersion in meta) return true
+  const meta = Predicate.isReadonlyObject(params) ? params._meta : undefined
+  if (Predicate.isReadonlyObject(meta) && Meta.protocolVersion in meta) return true
   return versionHeader?.trim() === STATELESS_VERSION && body.method !== "initialize"
 }
 
@@ -264,16 +261,8 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
 
   const post = (request: HttpServerRequest.HttpServerRequest, gated: Caller) =>
     Effect.gen(function*() {
-      const contentType = mediaTypeEssence(request.headers[Header.contentType])
-      if (contentType !== "application/json") {
-        return HttpReply.error(
-          null,
-          ProtocolError.invalidRequest(
-            `Content-Type ${JSON.stringify(contentType ?? "(missing)")} is not supported; expected application/json`,
-            415
-          )
-        )
-      }
+      const notJson = HttpReply.unlessJsonBody(request.headers)
+      if (notJson !== undefined) return notJson
       const accept = request.headers[Header.accept]
       if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream")) {
         return HttpReply.error(
@@ -288,7 +277,7 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
       if (!isParsedBody(read)) return read
       const body = read.value
       const version = request.headers[Header.protocolVersion]
-      if (!isObject(body)) {
+      if (!Predicate.isReadonlyObject(body)) {
         // not one message: said as such, before any session rule could be quoted instead
         if (!Array.isArray(body)) {
           const invalid = classify(body) as { readonly reason: string }
