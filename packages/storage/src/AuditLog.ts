@@ -28,24 +28,17 @@
  * - A fiber flushes the buffer every `flushInterval` (1 second), at once when
  *   `batchSize` (500) records are waiting, and once more when the scope
  *   closes. A flush writes batches of at most `batchSize` records, each with
- *   ONE statement: the head moves (and is re-signed) only if it is still
- *   what this writer last wrote, and the rows are inserted only if it moved
- *   (`fastWrite`: one round trip per batch, where a transaction takes five).
- *   When the head is not what the writer last saw (the first batch of a
- *   process, retention moved its start, a rotation re-signed it, or someone
- *   rewrote it), nothing is written and the batch goes the checked way: one
- *   transaction that reads the head `FOR UPDATE`, checks its MAC, inserts,
- *   and moves it (signed only if it was).
+ *   its chain's head in one statement or one transaction
+ *   (`AuditChainWriter`).
  * - A batch that fails because the database failed goes back to the front
  *   of the buffer, in order, and the fiber retries with exponential backoff
  *   (200 ms doubling up to `maxBackoff`, 30 s): an outage loses nothing as
  *   long as the buffer holds. A batch write is uninterruptible, so shutdown
  *   never cuts one in half.
  * - No record can block a flush: should Postgres refuse a batch for its data
- *   (see `internal/Refusals.ts`), the batch is written again in one
- *   transaction finding the refused records by halves; those are dropped,
- *   counted in `janus.audit.dropped` and reported in one log line, the
- *   others are written.
+ *   (see `internal/Refusals.ts`), the records it refuses are found by halves
+ *   (`AuditChainWriter`), dropped, counted in `janus.audit.dropped` and
+ *   reported in one log line; the others are written.
  * - The buffer is bounded (`maxBuffered`, 100,000 records, plus at most one
  *   batch in flight). The call path must never block and memory must stay
  *   bounded, so when it is full the OLDEST record is dropped to make room
@@ -69,13 +62,13 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
-import * as AuditHeads from "./AuditHeads.ts"
+import * as AuditChainWriter from "./AuditChainWriter.ts"
 import { type AuditPage, type AuditQuery, makeQuery } from "./AuditRead.ts"
-import { type AuditInput, type ChainedRow, hashOf, type InsertRow, toInsertRow } from "./AuditRows.ts"
+import { type AuditInput, type InsertRow, toInsertRow } from "./AuditRows.ts"
 import type { InvalidInput } from "./Errors.ts"
 import { StorageError } from "./Errors.ts"
 import * as DropReport from "./internal/DropReport.ts"
-import { describeRefusals, isolate, isRefusal } from "./internal/Refusals.ts"
+import { describeRefusals } from "./internal/Refusals.ts"
 import { Ring } from "./internal/Ring.ts"
 import { storageError } from "./internal/sql.ts"
 import { MasterKey } from "./MasterKey.ts"
@@ -156,58 +149,6 @@ interface Buffered {
   readonly group: Group | undefined
 }
 
-/** Where a chain stands: the last seq written and its hash. */
-interface Position {
-  readonly seq: number
-  readonly hash: string
-}
-
-/** The head as this writer last wrote and signed it (what the one-statement write expects to find). */
-interface KnownHead {
-  readonly firstSeq: number
-  readonly firstPrevHash: string
-  readonly mac: string
-  readonly keyId: string
-}
-
-/** The columns a batch writes (every column of `audit_records` but `id`). */
-const ROW_COLUMNS = [
-  "kind",
-  "at",
-  "identity",
-  "tool",
-  "method",
-  "connection",
-  "outcome",
-  "status",
-  "duration_ms",
-  "bytes_in",
-  "bytes_out",
-  "redactions",
-  "request_id",
-  "trace_id",
-  "caller_name",
-  "caller_subject",
-  "caller_client",
-  "credential_kind",
-  "credential_fingerprint",
-  "bucket",
-  "client_ip",
-  "repeats",
-  "action",
-  "resource_kind",
-  "resource_id",
-  "resource_name",
-  "version_before",
-  "version_after",
-  "changes",
-  "interface",
-  "chain",
-  "seq",
-  "prev_hash",
-  "hash"
-].join(", ")
-
 const defaultChain = (): string => `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
 
 // -----------------------------------------------------------------------------
@@ -233,10 +174,21 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   // the group the records buffered now join; replaced when a batch takes them
   let group: Group | undefined
   // where this writer's chain stands (only the flush, under `writing`, moves it)
-  let position: Position = { seq: 0, hash: "" }
-  let warnedForged = false
-  // the signed head this writer last wrote, while nobody else has moved it; undefined = take the checked way
-  let known: KnownHead | undefined
+
+  const writer = yield* AuditChainWriter.make({
+    sql,
+    keys,
+    chain,
+    onRefused: (refused, of) =>
+      Effect.andThen(
+        Metric.update(dropped, refused.length),
+        Effect.logWarning(
+          `audit log: Postgres refused ${refused.length} of ${of} records (${
+            describeRefusals(refused)
+          }); wrote the others, dropped those (counted in janus.audit.dropped)`
+        )
+      )
+  })
 
   const drops = DropReport.make({
     metric: dropped,
@@ -282,132 +234,6 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       ? push(input, input.at)
       : Effect.flatMap(Clock.currentTimeMillis, (now) => push(input, new Date(now)))
 
-  /** `rows` numbered and hashed after `from`. */
-  const chained = (rows: ReadonlyArray<InsertRow>, from: Position): ReadonlyArray<ChainedRow> => {
-    let { hash, seq } = from
-    return rows.map((row) => {
-      seq++
-      const prev = hash
-      hash = hashOf(chain, seq, prev, row)
-      return { ...row, chain, seq, prev_hash: prev, hash }
-    })
-  }
-
-  const insert = (rows: ReadonlyArray<ChainedRow>) =>
-    sql`INSERT INTO audit_records ${sql.insert(rows as unknown as [Record<string, unknown>])}`
-
-  /** Moves the head to `to`, signed when the head it replaces was (see `AuditHeads`); in the batch's transaction. */
-  const moveHead = (to: Position) =>
-    Effect.gen(function*() {
-      const old = yield* sql<AuditHeads.HeadRow>`SELECT ${sql.literal(AuditHeads.HEAD_COLUMNS)} FROM audit_chains
-        WHERE chain = ${chain} FOR UPDATE`
-      const state = old[0] === undefined ? "signed" : yield* AuditHeads.stateOf(keys, old[0])
-      const firstSeq = old[0] === undefined ? 1 : Number(old[0].first_seq)
-      const firstPrevHash = old[0]?.first_prev_hash ?? ""
-      const head = { chain, firstSeq, firstPrevHash, lastSeq: to.seq, lastHash: to.hash }
-      // a forged head keeps its (now stale) MAC and an unsigned one stays unsigned: a write never launders them
-      const signed = state === "signed" ? yield* AuditHeads.sign(keys, head) : undefined
-      if (state === "forged" && !warnedForged) {
-        warnedForged = true
-        yield* Effect.logWarning(
-          `audit log: the head of chain ${chain} is not signed by this deployment's key (its records or head were ` +
-            "rewritten in the database); records are still written, the head is not re-signed"
-        )
-      }
-      known = signed === undefined ? undefined : { firstSeq, firstPrevHash, mac: signed.mac, keyId: signed.keyId }
-      yield* sql`INSERT INTO audit_chains (chain, first_seq, first_prev_hash, last_seq, last_hash, head_mac,
-          head_key_id)
-        VALUES (${chain}, ${firstSeq}, ${firstPrevHash}, ${to.seq}, ${to.hash}, ${signed?.mac ?? null},
-          ${signed?.keyId ?? null})
-        ON CONFLICT (chain) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash,
-          head_mac = COALESCE(excluded.head_mac, audit_chains.head_mac),
-          head_key_id = COALESCE(excluded.head_key_id, audit_chains.head_key_id), updated_at = now()`
-    })
-
-  const last = (rows: ReadonlyArray<ChainedRow>, otherwise: Position): Position => {
-    const row = rows[rows.length - 1]
-    return row === undefined ? otherwise : { seq: row.seq, hash: row.hash }
-  }
-
-  /**
-   * The batch and the head in ONE statement, when the head is still `known`: the UPDATE matches only the head
-   * this writer last wrote (start, end, MAC and key), and the INSERT runs only if it did. The rows travel as
-   * one JSON array typed by the table's own row type, so one parameter carries the whole batch. Whether the
-   * head moved (false: nothing was written).
-   */
-  const fastWrite = (rows: ReadonlyArray<ChainedRow>, from: Position, to: Position, head: KnownHead) =>
-    Effect.flatMap(
-      AuditHeads.sign(keys, {
-        chain,
-        firstSeq: head.firstSeq,
-        firstPrevHash: head.firstPrevHash,
-        lastSeq: to.seq,
-        lastHash: to.hash
-      }),
-      (signed) =>
-        sql<{ moved: number }>`WITH head AS (
-            UPDATE audit_chains SET last_seq = ${to.seq}, last_hash = ${to.hash}, head_mac = ${signed.mac},
-              head_key_id = ${signed.keyId}, updated_at = now()
-            WHERE chain = ${chain} AND first_seq = ${head.firstSeq} AND first_prev_hash = ${head.firstPrevHash}
-              AND last_seq = ${from.seq} AND last_hash = ${from.hash} AND head_mac = ${head.mac}
-              AND head_key_id = ${head.keyId}
-            RETURNING 1
-          ), inserted AS (
-            INSERT INTO audit_records (${sql.literal(ROW_COLUMNS)})
-            SELECT ${sql.literal(ROW_COLUMNS)}
-            FROM jsonb_populate_recordset(NULL::audit_records, ${JSON.stringify(rows)}::jsonb) WITH ORDINALITY
-            WHERE EXISTS (SELECT 1 FROM head) ORDER BY ordinality
-          )
-          SELECT count(*)::int AS moved FROM head`.pipe(
-          Effect.map((result) => {
-            if (result[0]?.moved !== 1) return false
-            known = { ...head, mac: signed.mac, keyId: signed.keyId }
-            return true
-          })
-        )
-    )
-
-  /** The whole batch and the head: one statement when the head is `known`, else checked in a transaction. */
-  const writeAll = (batch: ReadonlyArray<InsertRow>) =>
-    Effect.suspend(() => {
-      const rows = chained(batch, position)
-      const to = last(rows, position)
-      const checked = Effect.as(sql.withTransaction(Effect.andThen(insert(rows), moveHead(to))), to)
-      if (known === undefined || rows.length === 0) return checked
-      return Effect.flatMap(fastWrite(rows, position, to, known), (moved) => {
-        if (moved) return Effect.succeed(to)
-        known = undefined
-        return checked
-      })
-    })
-
-  /**
-   * The batch again in one transaction, finding the records Postgres refuses by halves (each part chained
-   * after what the parts before it wrote, so the chain has no hole); those are dropped and reported.
-   */
-  const writeIsolating = (batch: ReadonlyArray<InsertRow>) =>
-    sql.withTransaction(Effect.gen(function*() {
-      let at = position
-      const { refused } = yield* isolate(sql, batch, (part) =>
-        Effect.suspend(() => {
-          const rows = chained(part, at)
-          return Effect.map(insert(rows), () => {
-            at = last(rows, at)
-            return rows
-          })
-        }))
-      yield* moveHead(at)
-      if (refused.length > 0) {
-        yield* Metric.update(dropped, refused.length)
-        yield* Effect.logWarning(
-          `audit log: Postgres refused ${refused.length} of ${batch.length} records (${
-            describeRefusals(refused)
-          }); wrote the others, dropped those (counted in janus.audit.dropped)`
-        )
-      }
-      return at
-    }))
-
   /**
    * Takes one batch and writes it with one INSERT (by halves when Postgres refuses some record); when the
    * database fails puts it back in front. Never interrupted midway.
@@ -417,11 +243,10 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       const batch = buffer.take(size)
       if (batch.length === 0) return Effect.void
       const rows = batch.map((item) => item.row)
-      return writeAll(rows).pipe(
-        Effect.catchIf(isRefusal, () => writeIsolating(rows)),
+      return writer.write(rows).pipe(
         Effect.flatMap((to) =>
           Effect.sync(() => {
-            position = to
+            writer.advance(to)
             settle(batch)
           })
         ),
@@ -447,13 +272,6 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     })
     return next
   })).pipe(storageError("auditLog.flush"))
-
-  // Where this chain stands when the writer restarts with a given chain name (a new name starts at 0).
-  const head = yield* sql<{ last_seq: unknown; last_hash: string }>`
-    SELECT last_seq, last_hash FROM audit_chains WHERE chain = ${chain}`.pipe(
-    Effect.orElseSucceed(() => [])
-  )
-  if (head[0] !== undefined) position = { seq: Number(head[0].last_seq), hash: head[0].last_hash }
 
   // Final flush when the scope closes (registered first, so it runs after the flusher is interrupted).
   yield* Effect.addFinalizer(() =>
