@@ -37,10 +37,6 @@ import * as ToolCall from "./ToolCall.ts"
 import { type ProgressReporter, ToolCatalog } from "./ToolCatalog.ts"
 import * as ToolList from "./ToolList.ts"
 
-// `federation/upstream/Wire.ts` and the unit tests import these from here, where they were first
-export { missingCapabilities } from "./ToolCall.ts"
-export { type HeaderBinding, headerBindingsOf, type PreparedTools } from "./ToolList.ts"
-
 /** Server identity (`serverInfo`). */
 export interface ServerInfo {
   readonly name: string

@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, PubSub, Stream } from "effect"
-import { Dispatcher, ListChanged, McpHttp, Origin, Protocol, Sessions, ToolCatalog } from "../../src/mcp/index.ts"
+import { ListChanged, McpHttp, Origin, Protocol, Sessions, ToolCatalog } from "../../src/mcp/index.ts"
 import { checkParamHeaders } from "../../src/mcp/Stateless.ts"
+import * as ToolCall from "../../src/mcp/ToolCall.ts"
+import * as ToolList from "../../src/mcp/ToolList.ts"
 
 describe("Origin", () => {
   it("allows no Origin, loopback origins and configured origins only", () => {
@@ -59,7 +61,7 @@ describe("x-mcp-header", () => {
   }
 
   it("binds only properties reachable through `properties`", () => {
-    const bindings = Dispatcher.headerBindingsOf(schema)
+    const bindings = ToolList.headerBindingsOf(schema)
     assert.deepStrictEqual(bindings.map((b) => [b.header, b.display]), [
       ["mcp-param-region", "region"],
       ["mcp-param-max", "limits.max"]
@@ -67,7 +69,7 @@ describe("x-mcp-header", () => {
   })
 
   it("checks headers against arguments, integers numerically", () => {
-    const bindings = Dispatcher.headerBindingsOf(schema)
+    const bindings = ToolList.headerBindingsOf(schema)
     assert.isUndefined(checkParamHeaders({ "mcp-param-region": "eu", "mcp-param-max": "42.0" }, bindings, {
       region: "eu",
       limits: { max: 42 }
@@ -91,13 +93,13 @@ describe("input_required capabilities", () => {
       b: { method: "elicitation/create", params: { mode: "url", message: "m", url: "https://x" } },
       c: { method: "roots/list" }
     }
-    assert.deepStrictEqual(Dispatcher.missingCapabilities(requests, {}), {
+    assert.deepStrictEqual(ToolCall.missingCapabilities(requests, {}), {
       sampling: {},
       elicitation: { url: {} },
       roots: {}
     })
     assert.deepStrictEqual(
-      Dispatcher.missingCapabilities(requests, { sampling: {}, elicitation: { url: {} }, roots: {} }),
+      ToolCall.missingCapabilities(requests, { sampling: {}, elicitation: { url: {} }, roots: {} }),
       {}
     )
   })

@@ -30,7 +30,7 @@
 import { Duration, Effect, Stream } from "effect"
 import * as Sse from "effect/encoding/Sse"
 import type { HttpClientResponse } from "effect/http"
-import { headerBindingsOf } from "../../mcp/Dispatcher.ts"
+import { headerBindingsOf } from "../../mcp/ToolList.ts"
 import type { InjectedSecrets } from "../../redaction/InjectedSecrets.ts"
 import { unavailable, UpstreamError } from "../Errors.ts"
 
