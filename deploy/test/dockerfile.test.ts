@@ -68,6 +68,8 @@ describe("deploy/Dockerfile", () => {
     assert.include(finalStage.filter((i) => i.op === "EXPOSE").map((i) => i.args), String(VARIABLES.JANUS_PORT.default))
     const env = finalStage.filter((i) => i.op === "ENV").map((i) => i.args).join(" ")
     assert.include(env, "JANUS_HOST=0.0.0.0")
+    // issue #19: the young generation sized for a gateway's short-lived garbage
+    assert.include(env, "NODE_OPTIONS=--max-semi-space-size=16")
   })
 
   it("starts the gateway's bin with `serve`, in exec form, and leaves health checks to Kubernetes", () => {

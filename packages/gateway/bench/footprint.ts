@@ -20,7 +20,8 @@
  * 150 MiB and at most 300 MiB after load.
  *
  * Environment: BENCH_FOOTPRINT_MS (4000 per load window), BENCH_WARMUP_MS
- * (1000), BENCH_FOOTPRINT_STORES (embedded,postgres); the Postgres server is
+ * (1000), BENCH_FOOTPRINT_STORES (embedded,postgres), BENCH_NODE_ARGS (extra
+ * Node flags for the gateway, space-separated, e.g. a heap flag to compare); the Postgres server is
  * the tests' (`JANUS_TEST_DATABASE_URL`, default the local one).
  *
  * Run: node packages/gateway/bench/footprint.ts
@@ -48,6 +49,7 @@ import {
 const WINDOW = Number(process.env.BENCH_FOOTPRINT_MS ?? 4_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 1_000)
 const STORES = (process.env.BENCH_FOOTPRINT_STORES ?? "embedded,postgres").split(",")
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
 const REVISIONS = ["2026-07-28", "2025-11-25"] as const
 
 const support = (name: string) => join(benchDir, "support", name)
@@ -134,7 +136,7 @@ const measureStore = async (store: string, downstreamUrl: string) => {
   const port = await freePort()
   log(`${store}: starting Janus`)
   const janus = spawnNode(gatewayBin, ["serve"], {
-    nodeArgs: ["--import", support("alloc-probe.ts")],
+    nodeArgs: ["--import", support("alloc-probe.ts"), ...NODE_ARGS],
     env: {
       ...env,
       JANUS_HOME: home,
@@ -183,7 +185,8 @@ try {
     `each store: idle RSS 5 s after ready (median of 5 samples); load = c=16 for ${WINDOW} ms (measured: ` +
       `allocation from alloc-probe, CPU from /proc, after a ${WARMUP} ms warm-up) then c=64 for ${WINDOW} ms, ` +
       "for 2026-07-28 (stateless) and 2025-11-25 (a session per connection)",
-    `load average (1 min) at start ${loadAtStart}, at end ${loadavg()[0]!.toFixed(2)}`
+    `load average (1 min) at start ${loadAtStart}, at end ${loadavg()[0]!.toFixed(2)}`,
+    `gateway Node flags: ${NODE_ARGS.length === 0 ? "none" : NODE_ARGS.join(" ")}`
   )
 } catch (error) {
   notes.push(`PROBLEM: ${error instanceof Error ? error.stack : String(error)}`)
