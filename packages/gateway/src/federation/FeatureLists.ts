@@ -18,9 +18,9 @@
  *
  * @since 0.1.0
  */
-import { type Duration, Effect } from "effect"
+import { type Duration, Effect, Predicate } from "effect"
 import type { UpstreamError } from "./Errors.ts"
-import { isObject, type Params } from "./upstream/Wire.ts"
+import { type Params } from "./upstream/Wire.ts"
 import type { UpstreamSession } from "./UpstreamClient.ts"
 
 export interface FeatureLists {
@@ -69,7 +69,7 @@ const fetchAll = (
     (params) => session.request(method, params, { timeout }),
     field,
     max,
-    (item): item is Params => isObject(item) && typeof item[key] === "string"
+    (item): item is Params => Predicate.isReadonlyObject(item) && typeof item[key] === "string"
   ).pipe(
     Effect.map((items) => items.slice(0, max)),
     Effect.catchIf(isMethodNotFound, () => Effect.succeed([]))
@@ -106,10 +106,14 @@ export const fetch = (
   const caps = session.capabilities
   const none = Effect.succeed<ReadonlyArray<Params>>([])
   return Effect.all({
-    resources: isObject(caps.resources) ? fetchAll(session, "resources/list", "resources", "uri", max, timeout) : none,
-    templates: isObject(caps.resources)
+    resources: Predicate.isReadonlyObject(caps.resources)
+      ? fetchAll(session, "resources/list", "resources", "uri", max, timeout)
+      : none,
+    templates: Predicate.isReadonlyObject(caps.resources)
       ? fetchAll(session, "resources/templates/list", "resourceTemplates", "uriTemplate", max, timeout)
       : none,
-    prompts: isObject(caps.prompts) ? fetchAll(session, "prompts/list", "prompts", "name", max, timeout) : none
+    prompts: Predicate.isReadonlyObject(caps.prompts)
+      ? fetchAll(session, "prompts/list", "prompts", "name", max, timeout)
+      : none
   }, { concurrency: "unbounded" })
 }

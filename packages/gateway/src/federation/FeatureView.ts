@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type { ConfigSnapshot } from "@janus/storage"
+import { Predicate } from "effect"
 import type { Caller } from "../mcp/Caller.ts"
 import type { FeatureItem, FeatureKind } from "../mcp/Features.ts"
 import {
@@ -18,7 +19,7 @@ import {
   unqualify
 } from "./FeatureNames.ts"
 import { exposedName, ORIGIN_META } from "./ToolNames.ts"
-import { isObject, type Params } from "./upstream/Wire.ts"
+import { type Params } from "./upstream/Wire.ts"
 import type { Upstream } from "./UpstreamPool.ts"
 
 /** Where a served name goes: the upstream, its own name (or URI), and the guard's label. */
@@ -114,7 +115,7 @@ export const viewOf = (
   const promptItems: Array<FeatureItem> = prompts.map((c, i) => {
     const name = promptNames.keys[i]!
     promptByName.set(name, target(c))
-    const meta = isObject(c.item._meta) ? c.item._meta : {}
+    const meta = Predicate.isReadonlyObject(c.item._meta) ? c.item._meta : {}
     return {
       key: name,
       json: { ...c.item, name, _meta: { ...meta, [ORIGIN_META]: { connection: c.connection, prompt: c.original } } }
@@ -157,11 +158,11 @@ export const viewOf = (
       if (pattern?.test(uri) === true) return [{ upstream: c.upstream, name: uri, label: `${c.connection}/${uri}` }]
     }
     return inView
-      .filter((u) => isObject(u.session?.capabilities.resources) && whole(u))
+      .filter((u) => Predicate.isReadonlyObject(u.session?.capabilities.resources) && whole(u))
       .map((u) => ({ upstream: u, name: uri, label: `${u.connection.name}/${uri}` }))
   }
 
-  const announces = (kind: string) => inView.some((u) => isObject(u.session?.capabilities[kind]))
+  const announces = (kind: string) => inView.some((u) => Predicate.isReadonlyObject(u.session?.capabilities[kind]))
   return {
     lists: {
       resources: resources.items.sort(byKey),

@@ -40,7 +40,7 @@ import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcess
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { type ChangeFeed, ConfigCache, type SecretCache } from "@janus/storage"
-import { Context, Duration, Effect, Layer, Option, PubSub, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Option, Predicate, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
 import type { EgressPolicy } from "../egress/EgressPolicy.ts"
 import { Features } from "../mcp/Features.ts"
@@ -63,7 +63,6 @@ import * as FederatedFeatures from "./FederatedFeatures.ts"
 import { HeldCalls } from "./HeldCalls.ts"
 import * as HeldCallState from "./HeldCallState.ts"
 import { type ExposedTool, type ToolOrigin } from "./ToolNames.ts"
-import { isObject } from "./upstream/Wire.ts"
 import { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
 import { UpstreamHealth } from "./UpstreamHealth.ts"
@@ -114,13 +113,13 @@ export const toOutcome = (result: Readonly<Record<string, unknown>>): ToolCallOu
   if (resultType === "input_required") {
     return {
       resultType: "input_required",
-      ...(isObject(rest.inputRequests) ? { inputRequests: rest.inputRequests } : {}),
+      ...(Predicate.isReadonlyObject(rest.inputRequests) ? { inputRequests: rest.inputRequests } : {}),
       ...(typeof rest.requestState === "string" ? { requestState: rest.requestState } : {}),
-      ...(isObject(rest._meta) ? { _meta: rest._meta } : {})
+      ...(Predicate.isReadonlyObject(rest._meta) ? { _meta: rest._meta } : {})
     } as InputRequiredResult
   }
   const out: Record<string, unknown> = rest
-  if (isObject(rest._meta) && SERVER_INFO_META in rest._meta) {
+  if (Predicate.isReadonlyObject(rest._meta) && SERVER_INFO_META in rest._meta) {
     const { [SERVER_INFO_META]: _, ...meta } = rest._meta
     if (Object.keys(meta).length > 0) out._meta = meta
     else delete out._meta
@@ -144,7 +143,8 @@ const aborted = (signal: AbortSignal, connection: string) =>
 /** Whether a client declared a capability an upstream's server-to-client request needs. */
 const canBeAsked = (capabilities: Readonly<Record<string, unknown>> | undefined): boolean =>
   capabilities !== undefined &&
-  (isObject(capabilities.elicitation) || isObject(capabilities.sampling) || isObject(capabilities.roots))
+  (Predicate.isReadonlyObject(capabilities.elicitation) || Predicate.isReadonlyObject(capabilities.sampling) ||
+    Predicate.isReadonlyObject(capabilities.roots))
 
 /** What the session's `notifications/progress` params report, through `progress`. */
 const progressOf = (progress: Option.Option<ProgressReporter>) =>

@@ -38,7 +38,7 @@
  * @since 0.1.0
  */
 import type { ConfigCache, ConfigSnapshot } from "@janus/storage"
-import { Duration, Effect, Option, PubSub, Stream } from "effect"
+import { Duration, Effect, Option, Predicate, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
 import type { Caller } from "../mcp/Caller.ts"
 import { type ChangeKind, type FeatureCapabilities, Features, RESOURCE_NOT_FOUND, type Route } from "../mcp/Features.ts"
@@ -50,13 +50,13 @@ import { type UpstreamError } from "./Errors.ts"
 import { qualify } from "./FeatureNames.ts"
 import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureView.ts"
 import * as ResourceSubscriptions from "./ResourceSubscriptions.ts"
-import { isObject, type Params } from "./upstream/Wire.ts"
+import { type Params } from "./upstream/Wire.ts"
 import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
 
 /** The result as the gateway passes it on: no `resultType`, no upstream `serverInfo` `_meta`. */
 const clean = (result: Params): Params => {
   const { resultType: _, ...rest } = result
-  if (isObject(rest._meta) && Meta.serverInfo in rest._meta) {
+  if (Predicate.isReadonlyObject(rest._meta) && Meta.serverInfo in rest._meta) {
     const { [Meta.serverInfo]: _s, ...meta } = rest._meta
     if (Object.keys(meta).length > 0) return { ...rest, _meta: meta }
     const { _meta: _m, ...plain } = rest
@@ -234,7 +234,7 @@ export const make = Effect.fnUntraced(function*(
           const upstreamRef = ref.type === "ref/prompt" ? { ...ref, name: target.name } : { ...ref, uri: target.name }
           return Effect.succeed({
             label: target.label,
-            run: isObject(completions)
+            run: Predicate.isReadonlyObject(completions)
               ? send(caller, target, method, { ...params, ref: upstreamRef })
               : Effect.succeed({ completion: { values: [], hasMore: false } })
           })

@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Exit, Option, Schema } from "effect"
+import { Exit, Option, Predicate, Schema } from "effect"
 import {
   InvalidToolArguments,
   type ToolCallError,
@@ -25,7 +25,7 @@ import {
   ToolCallRefused,
   ToolNotFound
 } from "../mcp/ToolCatalog.ts"
-import { isObject, type Params } from "./upstream/Wire.ts"
+import { type Params } from "./upstream/Wire.ts"
 
 /** The stream where the continuing call appends the client's responses to round `round`. */
 export const answersStream = (round: number) => `answers.${round}`
@@ -66,15 +66,17 @@ export const decodeEvent = (data: string, tool: string): Event => {
   } catch {
     return corrupt
   }
-  if (!isObject(value)) return corrupt
+  if (!Predicate.isReadonlyObject(value)) return corrupt
   switch (value._tag) {
     case "Progress":
     case "Log":
       return value as unknown as Event
     case "Outcome":
-      return isObject(value.outcome) ? { _tag: "Outcome", outcome: value.outcome as ToolCallOutcome } : corrupt
+      return Predicate.isReadonlyObject(value.outcome)
+        ? { _tag: "Outcome", outcome: value.outcome as ToolCallOutcome }
+        : corrupt
     case "Error": {
-      const e = isObject(value.error) ? value.error : {}
+      const e = Predicate.isReadonlyObject(value.error) ? value.error : {}
       const name = typeof e.name === "string" ? e.name : tool
       const detail = typeof e.detail === "string" ? e.detail : "the held call failed"
       switch (e._tag) {

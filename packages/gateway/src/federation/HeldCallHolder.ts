@@ -29,7 +29,19 @@
  *
  * @since 0.1.0
  */
-import { Clock, Deferred, Duration, Effect, type Exit, Fiber, FiberSet, Option, type Scope, Stream } from "effect"
+import {
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  type Exit,
+  Fiber,
+  FiberSet,
+  Option,
+  Predicate,
+  type Scope,
+  Stream
+} from "effect"
 import type { Caller } from "../mcp/Caller.ts"
 import * as InputRequired from "../mcp/InputRequired.ts"
 import { STATELESS_VERSION } from "../mcp/Protocol.ts"
@@ -45,7 +57,7 @@ import {
 } from "../mcp/ToolCatalog.ts"
 import { answersStream, encodeEvent, type Event, failed, ofExit, outcomeStream } from "./HeldCallEvents.ts"
 import type { HeldCallStates } from "./HeldCallState.ts"
-import { isObject, type Params } from "./upstream/Wire.ts"
+import { type Params } from "./upstream/Wire.ts"
 
 /**
  * How long a held call waits for the client's answers to one round. A person
@@ -234,9 +246,9 @@ export const make = (
           responses = {}
         }
         const answered: Array<Effect.Effect<boolean>> = []
-        for (const [key, value] of Object.entries(isObject(responses) ? responses : {})) {
+        for (const [key, value] of Object.entries(Predicate.isReadonlyObject(responses) ? responses : {})) {
           const ask = held.asks.get(key)
-          if (ask === undefined || !isObject(value)) continue
+          if (ask === undefined || !Predicate.isReadonlyObject(value)) continue
           held.asks.delete(key)
           answered.push(Deferred.succeed(ask.answer, value))
         }

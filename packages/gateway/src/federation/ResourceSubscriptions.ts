@@ -22,11 +22,10 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Exit, Schedule, Scope } from "effect"
+import { Duration, Effect, Exit, Predicate, Schedule, Scope } from "effect"
 import type { Caller } from "../mcp/Caller.ts"
 import type { RouteTarget } from "./FeatureView.ts"
 import type { UpstreamSession } from "./upstream/Session.ts"
-import { isObject } from "./upstream/Wire.ts"
 
 /** Sends `resources/subscribe` or `resources/unsubscribe` for `target` to its upstream. */
 export type Forward = (
@@ -77,7 +76,7 @@ export const make = Effect.fnUntraced(function*(forward: Forward) {
         return
       }
       const resources = session.capabilities.resources
-      if (session.era !== "stateful" || !isObject(resources) || resources.subscribe !== true) return
+      if (session.era !== "stateful" || !Predicate.isReadonlyObject(resources) || resources.subscribe !== true) return
       yield* logged("resources/subscribe", target)(forward(caller, target, "resources/subscribe"))
       yield* Scope.addFinalizer(
         into,

@@ -18,9 +18,9 @@
  * @since 0.1.0
  */
 import { ToolNamePattern } from "@janus/storage"
+import { Predicate } from "effect"
 import { createHash } from "node:crypto"
 import type { Tool } from "../mcp/ToolCatalog.ts"
-import { isObject } from "./upstream/Wire.ts"
 
 /** Where an exposed tool comes from. */
 export interface ToolOrigin {
@@ -61,11 +61,14 @@ export const expose = (
   const out: Array<ExposedTool> = []
   const seen = new Set<string>()
   for (const raw of tools) {
-    if (!isObject(raw) || typeof raw.name !== "string" || raw.name === "" || !isObject(raw.inputSchema)) continue
+    if (
+      !Predicate.isReadonlyObject(raw) || typeof raw.name !== "string" || raw.name === "" ||
+      !Predicate.isReadonlyObject(raw.inputSchema)
+    ) continue
     const name = exposedName(prefix, raw.name)
     if (seen.has(name)) continue
     seen.add(name)
-    const meta = isObject(raw._meta) ? raw._meta : {}
+    const meta = Predicate.isReadonlyObject(raw._meta) ? raw._meta : {}
     out.push({
       tool: { ...raw, name, _meta: { ...meta, [ORIGIN_META]: { connection, tool: raw.name } } } as unknown as Tool,
       upstreamName: raw.name,

@@ -6,8 +6,11 @@
  * Capabilities are per caller: tools and logging always, and what the
  * `Features` of the caller's view offer.
  *
- * Spec rules this module enforces (those of `tools/list` and `tools/call`
- * are `ToolList.ts`'s and `ToolCall.ts`'s):
+ * **Spec rules**
+ *
+ * From the specification: those of `tools/list` and `tools/call` are
+ * `ToolList.ts`'s and `ToolCall.ts`'s.
+ *
  * - 2026-07-28 results carry `resultType`, identify the server in
  *   `_meta["io.modelcontextprotocol/serverInfo"]`, and list results
  *   (`tools/list`, `prompts/list`, `resources/list`,

@@ -4,7 +4,8 @@
  * upstreams (see `federation/FederatedFeatures.ts`) and tests may implement
  * in memory. Without it the endpoint serves empty lists.
  *
- * Contract:
+ * **Contract**
+ *
  * - `list(caller, kind)` returns what `caller` sees of `kind`, ordered by
  *   `key` (the served URI, URI template or prompt name): pagination relies
  *   on the order (see `Cursor.ts`).

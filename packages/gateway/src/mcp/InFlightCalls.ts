@@ -3,7 +3,10 @@
  * effect `FiberMap` keyed by session and JSON-RPC request id, so that they can
  * be cancelled one by one or a session at a time.
  *
- * Spec rules this module enforces (2025-11-25 "Cancellation", "Transports"):
+ * **Spec rules**
+ *
+ * From the specification: 2025-11-25 "Cancellation", "Transports".
+ *
  * - A client disconnect never stops a call: calls are forked into the
  *   endpoint's scope, not the HTTP request's.
  * - `notifications/cancelled` interrupts the request it names (its

@@ -3,7 +3,8 @@
  * protocol refusal travels as, and the encoders that put results, errors and
  * notifications on the wire.
  *
- * Spec rules this module enforces:
+ * **Spec rules**
+ *
  * - A message is a request (`jsonrpc: "2.0"`, string or number `id`, string
  *   `method`, object `params` if any), a notification (no `id`) or a response
  *   (`id` with exactly one of `result` / `error`); anything else is an Invalid

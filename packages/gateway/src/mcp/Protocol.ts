@@ -2,7 +2,8 @@
  * MCP protocol revisions, header names, `_meta` keys and error codes, and the
  * small pure rules that depend only on them.
  *
- * Spec rules this module encodes:
+ * **Spec rules**
+ *
  * - Revisions: `2026-07-28` is stateless (no `initialize`, no session; version,
  *   client capabilities and client info travel in every request's `_meta`).
  *   `2025-11-25`, `2025-06-18`, `2025-03-26` (and `2024-11-05`, which old

@@ -3,8 +3,11 @@
  * of a request that outlasts `streamAfter` or emits messages before its
  * response, and the replay of a stream after `Last-Event-ID`.
  *
- * Spec rules this module enforces (2025-11-25 "Transports": "Resumability and
- * Redelivery", "Polling"):
+ * **Spec rules**
+ *
+ * From the specification: 2025-11-25 "Transports": "Resumability and
+ * Redelivery", "Polling".
+ *
  * - A request that finishes within `streamAfter` without emitting anything is
  *   answered JSON (nothing to resume, nothing stored); otherwise with an SSE
  *   stream whose events have ids (`<stream>.<seq>`) and are stored in the

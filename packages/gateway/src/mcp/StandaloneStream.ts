@@ -4,8 +4,11 @@
  * request's stream (`ResumableStreams.ts`), under the stream id
  * {@link STANDALONE_STREAM}, so a client resumes it with `Last-Event-ID`.
  *
- * Spec rules this module enforces (2025-11-25 "Transports": "Listening for
- * Messages from the Server"):
+ * **Spec rules**
+ *
+ * From the specification: 2025-11-25 "Transports": "Listening for Messages from
+ * the Server".
+ *
  * - A session has at most one standalone stream: opening a second one is 409;
  *   resuming it (`Last-Event-ID`) replaces the open one.
  * - It carries coalesced `notifications/tools/list_changed`, the prompts and

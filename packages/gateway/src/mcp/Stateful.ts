@@ -10,8 +10,11 @@
  *   `ResumableStreams.ts`; the standalone GET stream: `StandaloneStream.ts`;
  * - JSON-RPC batches (2025-03-26): `StatefulBatch.ts`.
  *
- * Spec rules this module enforces (2025-11-25 "Transports", "Lifecycle",
- * "Cancellation"; earlier revisions where they differ):
+ * **Spec rules**
+ *
+ * From the specification: 2025-11-25 "Transports", "Lifecycle", "Cancellation";
+ * earlier revisions where they differ.
+ *
  * - What is wrong with a message (Invalid Request) is answered before what is
  *   wrong with its session; `initialize` on a session is 400.
  * - Notifications and responses are answered 202 Accepted; a response is the

@@ -1,8 +1,11 @@
 /**
  * JSON-RPC batches on 2025-era sessions (`Stateful.ts`).
  *
- * Spec rules this module enforces (2025-03-26 "Transports"; later revisions
- * removed batches):
+ * **Spec rules**
+ *
+ * From the specification: 2025-03-26 "Transports"; later revisions removed
+ * batches.
+ *
  * - Batches are accepted on 2025-03-26 sessions only (400 otherwise); an empty
  *   batch is 400 Invalid Request; `initialize` must be sent alone.
  * - The answer is one JSON array of the responses to the batch's requests

@@ -3,8 +3,11 @@
  * in {@link McpSessionStore}, every later request names it in
  * `Mcp-Session-Id` and is checked against it.
  *
- * Spec rules this module enforces (2025-11-25 "Transports", "Lifecycle";
- * earlier revisions where they differ):
+ * **Spec rules**
+ *
+ * From the specification: 2025-11-25 "Transports", "Lifecycle"; earlier
+ * revisions where they differ.
+ *
  * - `initialize` creates the session and returns its id in `Mcp-Session-Id`;
  *   an `initialize` carrying a session id is 400. The server answers with the
  *   client's revision if it speaks it, else with its latest.

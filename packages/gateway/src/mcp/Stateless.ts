@@ -2,8 +2,11 @@
  * The 2026-07-28 (stateless) wire of the Streamable HTTP endpoint: one POST per
  * request, no session, no `initialize`, no GET stream, no resumption.
  *
- * Spec rules this module enforces (2026-07-28 "Streamable HTTP", "Versioning",
- * "Subscriptions", "Cancellation"), in this order:
+ * **Spec rules**
+ *
+ * From the specification: 2026-07-28 "Streamable HTTP", "Versioning",
+ * "Subscriptions", "Cancellation", in this order.
+ *
  * 1. `MCP-Protocol-Version` is required (400, HeaderMismatch -32020).
  * 2. `params._meta` must carry `io.modelcontextprotocol/protocolVersion`
  *    (400, Invalid Params -32602); the header must equal it (400, -32020);

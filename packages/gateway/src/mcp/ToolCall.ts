@@ -3,7 +3,8 @@
  * catalog inside the caller's guard, and turns its outcome into a result or a
  * protocol error.
  *
- * Spec rules this module enforces:
+ * **Spec rules**
+ *
  * - An `input_required` outcome (multi round-trip, 2026-07-28) needs the client
  *   capabilities of its input requests; if they were not declared in
  *   `_meta["io.modelcontextprotocol/clientCapabilities"]` the request fails with

@@ -3,7 +3,8 @@
  * from its database (endpoints of REST connections, tools of upstream MCP
  * servers) and tests implement in memory.
  *
- * Contract:
+ * **Contract**
+ *
  * - `list(caller)` returns the tools visible to `caller`, ordered by name
  *   (tools/list pagination relies on the order being deterministic). Returning
  *   the same array instance until the set changes lets the endpoint reuse the

@@ -4,7 +4,8 @@
  * the `x-mcp-header` bindings of the 2026-07-28 `Mcp-Param-*` headers, the
  * encoded pages).
  *
- * Spec rules this module enforces:
+ * **Spec rules**
+ *
  * - `tools/list` is paginated with an opaque cursor; the order is the
  *   catalog's name order, and the cursor names the last tool of the previous
  *   page, so pages stay consistent while tools are added or removed. An

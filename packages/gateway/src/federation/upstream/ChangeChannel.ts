@@ -29,7 +29,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Random } from "effect"
+import { Duration, Effect, Predicate, Random } from "effect"
 import type { UpstreamError } from "../Errors.ts"
 import type { HttpExchange } from "./HttpExchange.ts"
 import type { MessageRouter } from "./MessageRouter.ts"
@@ -62,7 +62,7 @@ export const listenFilter = (capabilities: Readonly<Record<string, unknown>>): W
   const filter: Record<string, boolean> = {}
   const announces = (kind: string) => {
     const capability = capabilities[kind]
-    return Wire.isObject(capability) && capability.listChanged === true
+    return Predicate.isReadonlyObject(capability) && capability.listChanged === true
   }
   if (announces("tools")) filter.toolsListChanged = true
   if (announces("prompts")) filter.promptsListChanged = true

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { Effect, Predicate } from "effect"
 import { STATEFUL_VERSIONS } from "../../mcp/Protocol.ts"
 import { unavailable, type UpstreamError } from "../Errors.ts"
 import { CLIENT_CAPABILITIES, type Negotiated } from "./Session.ts"
@@ -33,7 +33,7 @@ export const initializeParams = (clientInfo: { readonly name: string; readonly v
 
 /** Checks an `initialize` result. */
 export const accept = (connection: string, result: unknown): Effect.Effect<Negotiated, UpstreamError> => {
-  if (!Wire.isObject(result) || typeof result.protocolVersion !== "string") {
+  if (!Predicate.isReadonlyObject(result) || typeof result.protocolVersion !== "string") {
     return Effect.fail(unavailable(connection, "the initialize result has no protocolVersion"))
   }
   if (!statefulVersions.includes(result.protocolVersion)) {
@@ -44,8 +44,8 @@ export const accept = (connection: string, result: unknown): Effect.Effect<Negot
   }
   return Effect.succeed({
     protocolVersion: result.protocolVersion,
-    capabilities: Wire.isObject(result.capabilities) ? result.capabilities : {},
-    serverInfo: Wire.isObject(result.serverInfo) ? result.serverInfo : undefined,
+    capabilities: Predicate.isReadonlyObject(result.capabilities) ? result.capabilities : {},
+    serverInfo: Predicate.isReadonlyObject(result.serverInfo) ? result.serverInfo : undefined,
     instructions: typeof result.instructions === "string" ? result.instructions : undefined
   })
 }

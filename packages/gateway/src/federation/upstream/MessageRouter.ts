@@ -26,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, Effect, Exit, Option, type Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Option, Predicate, type Scope } from "effect"
 import { answerWithoutClient, capabilityOf, type RelayHooks } from "../../mcp/Relay.ts"
 import type { UpstreamError } from "../Errors.ts"
 import type { RequestOptions, SessionEvent } from "./Session.ts"
@@ -73,7 +73,7 @@ export const make = (options: {
       return Effect.fail({ code: -32601, message: `Method not found: ${message.method}` })
     }
     const declared = relay?.clientCapabilities?.[capability]
-    if (relay?.request !== undefined && Wire.isObject(declared)) {
+    if (relay?.request !== undefined && Predicate.isReadonlyObject(declared)) {
       return relay.request(message.method, message.params).pipe(
         Effect.mapError((refused) => ({ code: refused.code, message: refused.message }))
       )

@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, type Scope } from "effect"
+import { Duration, Effect, Predicate, type Scope } from "effect"
 import { unavailable, UpstreamError } from "../Errors.ts"
 import type { MessageRouter, PendingCall } from "./MessageRouter.ts"
 import type { RequestOptions } from "./Session.ts"
@@ -67,7 +67,7 @@ export const make = (config: RequestConfig) => {
         config.router.open(id, options),
         (call) =>
           Effect.gen(function*() {
-            const meta: Record<string, unknown> = { ...(Wire.isObject(params._meta) ? params._meta : {}) }
+            const meta: Record<string, unknown> = { ...(Predicate.isReadonlyObject(params._meta) ? params._meta : {}) }
             const extra = config.meta?.(options)
             if (extra !== undefined) Object.assign(meta, extra)
             if (call.progressToken !== undefined) meta.progressToken = call.progressToken
@@ -78,7 +78,7 @@ export const make = (config: RequestConfig) => {
             )
             const response = yield* config.exchange(call, body, method, params)
             if (response.error !== undefined) return yield* Wire.rpcError(config.connection, response.error)
-            if (!Wire.isObject(response.result)) {
+            if (!Predicate.isReadonlyObject(response.result)) {
               return yield* unavailable(config.connection, `the upstream's ${method} result is not an object`)
             }
             return response.result

@@ -31,7 +31,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, Option, PubSub, Semaphore, Stream } from "effect"
+import { Deferred, Effect, Option, Predicate, PubSub, Semaphore, Stream } from "effect"
 import { Header, Meta, STATELESS_VERSION } from "../../mcp/Protocol.ts"
 import type { RelayHooks } from "../../mcp/Relay.ts"
 import { unavailable, UpstreamError } from "../Errors.ts"
@@ -271,11 +271,11 @@ export const connect: Connect<UpstreamHttp | UpstreamAuth> = (target, options) =
       const versions = Array.isArray(result.supportedVersions) ? result.supportedVersions : []
       if (!versions.includes(STATELESS_VERSION)) return false
       protocolVersion = STATELESS_VERSION
-      capabilities = Wire.isObject(result.capabilities) ? result.capabilities : {}
+      capabilities = Predicate.isReadonlyObject(result.capabilities) ? result.capabilities : {}
       instructions = typeof result.instructions === "string" ? result.instructions : undefined
-      const meta = Wire.isObject(result._meta) ? result._meta : {}
+      const meta = Predicate.isReadonlyObject(result._meta) ? result._meta : {}
       const info = meta[Meta.serverInfo]
-      serverInfo = Wire.isObject(info) ? info : undefined
+      serverInfo = Predicate.isReadonlyObject(info) ? info : undefined
       return true
     })
 

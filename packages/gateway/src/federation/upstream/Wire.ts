@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect, Predicate, Stream } from "effect"
 import * as Sse from "effect/encoding/Sse"
 import type { HttpClientResponse } from "effect/http"
 import { headerBindingsOf } from "../../mcp/ToolList.ts"
@@ -61,16 +61,13 @@ export interface Request {
   readonly params: Params | undefined
 }
 
-export const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
 /** One parsed JSON value as a message, or `undefined`. */
 export const classify = (value: unknown): Incoming | undefined => {
-  if (!isObject(value) || value.jsonrpc !== "2.0") return undefined
+  if (!Predicate.isReadonlyObject(value) || value.jsonrpc !== "2.0") return undefined
   if (typeof value.method === "string") {
-    const params = isObject(value.params) ? value.params : undefined
+    const params = Predicate.isReadonlyObject(value.params) ? value.params : undefined
     if (isId(value.id)) return { _tag: "Request", id: value.id, method: value.method, params }
     return { _tag: "Notification", method: value.method, params: params ?? {} }
   }
@@ -103,7 +100,7 @@ export const parseMessages = (text: string, injected?: InjectedSecrets): Readonl
 
 /** A JSON-RPC error answer as an `UpstreamError` of kind `rpc`. */
 export const rpcError = (connection: string, error: unknown, status?: number): UpstreamError => {
-  const record = isObject(error) ? error : {}
+  const record = Predicate.isReadonlyObject(error) ? error : {}
   const code = typeof record.code === "number" ? record.code : -32603
   const message = typeof record.message === "string" ? record.message.slice(0, 500) : "error without a message"
   return new UpstreamError({
@@ -148,7 +145,7 @@ export const paramHeaders = (
   const headers: Record<string, string> = {}
   for (const binding of headerBindingsOf(inputSchema)) {
     let value: unknown = args
-    for (const key of binding.path) value = isObject(value) ? value[key] : undefined
+    for (const key of binding.path) value = Predicate.isReadonlyObject(value) ? value[key] : undefined
     if (typeof value === "string") headers[binding.header] = encodeHeaderValue(value)
     else if (typeof value === "number" || typeof value === "boolean") headers[binding.header] = String(value)
   }
