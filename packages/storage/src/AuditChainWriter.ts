@@ -32,7 +32,7 @@ import { Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import * as AuditHeads from "./AuditHeads.ts"
-import { type ChainedRow, hashOf, type InsertRow } from "./AuditRows.ts"
+import { type ChainedRow, HASHED, hashOf, type InsertRow } from "./AuditRows.ts"
 import { isolate, isRefusal, type Refused } from "./internal/Refusals.ts"
 import type { MasterKey } from "./MasterKey.ts"
 
@@ -51,42 +51,7 @@ interface KnownHead {
 }
 
 /** The columns a batch writes (every column of `audit_records` but `id`). */
-const ROW_COLUMNS = [
-  "kind",
-  "at",
-  "identity",
-  "tool",
-  "method",
-  "connection",
-  "outcome",
-  "status",
-  "duration_ms",
-  "bytes_in",
-  "bytes_out",
-  "redactions",
-  "request_id",
-  "trace_id",
-  "caller_name",
-  "caller_subject",
-  "caller_client",
-  "credential_kind",
-  "credential_fingerprint",
-  "bucket",
-  "client_ip",
-  "repeats",
-  "action",
-  "resource_kind",
-  "resource_id",
-  "resource_name",
-  "version_before",
-  "version_after",
-  "changes",
-  "interface",
-  "chain",
-  "seq",
-  "prev_hash",
-  "hash"
-].join(", ")
+const ROW_COLUMNS = [...HASHED, "chain", "seq", "prev_hash", "hash"].join(", ")
 
 export interface ChainWriter {
   /** Writes `batch` after the chain's position with its head; the position it reaches (not yet advanced to). */

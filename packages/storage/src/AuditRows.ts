@@ -214,8 +214,8 @@ export const toInsertRow = (input: AuditInput, at: Date): InsertRow => {
   }
 }
 
-/** The stored fields in hash order (the chain columns excepted). */
-const HASHED: ReadonlyArray<keyof InsertRow> = [
+/** The stored fields in hash order (the chain columns excepted): every column a writer fills but the chain's. */
+export const HASHED: ReadonlyArray<keyof InsertRow> = [
   "kind",
   "at",
   "identity",
