@@ -23,7 +23,7 @@ import { Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { presentClientToken } from "../../admin/TokenJson.ts"
 import { handled, json, printJson, splitList } from "../Support.ts"
-import { fail, stored, withStorage } from "./Resource.ts"
+import { fail, optional, stored, withStorage } from "./Resource.ts"
 
 /** `30d`, `12h`, `45m` from now, or an ISO-8601 date/time. */
 export const parseExpires = (raw: string, now: Date): Date | undefined => {
@@ -39,17 +39,14 @@ export const parseExpires = (raw: string, now: Date): Date | undefined => {
 
 const tokenCreate = Command.make("create", {
   name: Argument.String("name").pipe(Argument.withDescription("A name for the token (who or what uses it)")),
-  tools: Flag.String("tools").pipe(
-    Flag.withDescription("Comma-separated tool names the token may call (default: every tool)"),
-    Flag.optional
+  tools: optional(Flag.String("tools"), "Comma-separated tool names the token may call (default: every tool)"),
+  servers: optional(
+    Flag.String("servers"),
+    "Comma-separated virtual servers the token may use (default: every server)"
   ),
-  servers: Flag.String("servers").pipe(
-    Flag.withDescription("Comma-separated virtual servers the token may use (default: every server)"),
-    Flag.optional
-  ),
-  expires: Flag.String("expires").pipe(
-    Flag.withDescription("Expiry: 30d, 12h, 45m from now, or an ISO date such as 2027-01-31 (default: never)"),
-    Flag.optional
+  expires: optional(
+    Flag.String("expires"),
+    "Expiry: 30d, 12h, 45m from now, or an ISO date such as 2027-01-31 (default: never)"
   ),
   json
 }, (input) =>
