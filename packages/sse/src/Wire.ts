@@ -25,7 +25,7 @@
  * interrupted too, and `NodeHttpServer` destroys the response: the socket and
  * its buffer are released, not left to the operating system's timeouts.
  *
- * Mounting it (the gateway):
+ * **Example** (Mounting it in the gateway)
  *
  * ```ts
  * router.add("GET", "/api/v1/events", (request) =>

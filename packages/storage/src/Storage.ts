@@ -34,14 +34,12 @@ import { StorageHealth } from "./StorageHealth.ts"
 import { TokenCache } from "./TokenCache.ts"
 import { VirtualServers } from "./VirtualServers.ts"
 
+/** The repositories of what operators configure (the admin API's and the CLI's resources). */
+export type Repositories = Connections | Endpoints | VirtualServers | ClientTokens | AdminTokens | Secrets
+
 /** The services both storage layers provide. */
 export type Storage =
-  | Connections
-  | Endpoints
-  | VirtualServers
-  | ClientTokens
-  | AdminTokens
-  | Secrets
+  | Repositories
   | ConfigCache
   | TokenCache
   | SecretCache

@@ -2,12 +2,13 @@
  * Audit rows for people, without the DOM (unit-tested): a caller by name,
  * the caller filter of the live tail, and the CSV export.
  *
- * Rules: a row's `callerName` (the audit trail's name of the caller as it
- * was at the time) wins;
- * otherwise a `token:<id>` identity is named from the token lists; an
- * identity that names nothing is shown as it is. A CSV cell a spreadsheet
- * would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is prefixed
- * with `'`.
+ * **Rules**
+ *
+ * - A row's `callerName` (the audit trail's name of the caller as it was at
+ *   the time) wins; otherwise a `token:<id>` identity is named from the token
+ *   lists; an identity that names nothing is shown as it is.
+ * - A CSV cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab,
+ *   CR first) is prefixed with `'`.
  */
 
 /** The caller as a person reads it. */

@@ -2,9 +2,12 @@
  * What the endpoint and virtual server forms hold, and the request bodies
  * made from it, for a create (POST) and an edit (PUT, which replaces).
  *
- * Rules: an edit form starts from the item as read; a PUT carries every
- * field the API would otherwise reset to its default, even one the form does
- * not show (an endpoint's explicit `idempotent`, a server's `bareNames`).
+ * **Rules**
+ *
+ * - An edit form starts from the item as read.
+ * - A PUT carries every field the API would otherwise reset to its default,
+ *   even one the form does not show (an endpoint's explicit `idempotent`, a
+ *   server's `bareNames`).
  */
 
 export interface EndpointDraft {

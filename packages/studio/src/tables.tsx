@@ -1,11 +1,14 @@
 /**
  * Tables of resources and the actions on their rows.
  *
- * Rules: a column header is a `th scope=col`; a row's button is named after
- * its verb and the row (`Delete pets`), so it is found by role and name; a
- * destructive write (delete, revoke) is confirmed first, its failure shows in
- * the page's error box, and the list is refetched whatever the outcome. An
- * edit replaces the item only at the version its form was opened with.
+ * **Rules**
+ *
+ * - A column header is a `th scope=col`.
+ * - A row's button is named after its verb and the row (`Delete pets`), so it
+ *   is found by role and name.
+ * - A destructive write (delete, revoke) is confirmed first, its failure shows
+ *   in the page's error box, and the list is refetched whatever the outcome.
+ * - An edit replaces the item only at the version its form was opened with.
  */
 import type { ComponentChildren } from "preact"
 import { useLayoutEffect, useRef, useState } from "preact/hooks"

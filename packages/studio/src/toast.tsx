@@ -2,10 +2,13 @@
  * Toasts: a short word after an action (created, saved, deleted, copied, or
  * why it failed), in one live region so a screen reader reads it too.
  *
- * Rules: a success is `role=status` and goes after 5 s; a failure is
- * `role=alert` and goes after 12 s (what to fix stays at the form). At most
- * 4 are shown; the oldest goes first. A toast never takes a click meant for
- * what is under it: only its dismiss button is clickable.
+ * **Rules**
+ *
+ * - A success is `role=status` and goes after 5 s; a failure is `role=alert`
+ *   and goes after 12 s (what to fix stays at the form).
+ * - At most 4 are shown; the oldest goes first.
+ * - A toast never takes a click meant for what is under it: only its dismiss
+ *   button is clickable.
  */
 import { useEffect, useState } from "preact/hooks"
 

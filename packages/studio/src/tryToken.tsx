@@ -3,9 +3,11 @@
  * Tokens page remembers it, in this tab's sessionStorage only, as it does the
  * token in use), a short-lived one minted for the purpose, or one pasted.
  *
- * Rules: a minted token is named `studio-try-<time>`, expires after
- * `MINT_MINUTES` and allows every tool (it is an admin's own test); nothing
- * of a token is ever written to a URL or to localStorage.
+ * **Rules**
+ *
+ * - A minted token is named `studio-try-<time>`, expires after `MINT_MINUTES`
+ *   and allows every tool (it is an admin's own test).
+ * - Nothing of a token is ever written to a URL or to localStorage.
  */
 import { useState } from "preact/hooks"
 import { request } from "./api.ts"

@@ -82,6 +82,24 @@ export const TextField = (
   )
 }
 
+/**
+ * A form's draft of text fields, and the API's verdict on its last save (`error`). `set(key)` sets one field;
+ * `bind(key, path)` is what a `TextField` of that field takes: its value, its setter, and the message the API
+ * gave for `path` (default: the key) or a path under it.
+ */
+export const useDraft = <D extends { readonly [K in keyof D]: string }>(initial: D, error: unknown) => {
+  const [d, setD] = useState(initial)
+  const set = (key: keyof D) => (value: string) => setD({ ...d, [key]: value })
+  const fieldError = (path: string): string | undefined =>
+    (error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
+  const bind = (key: keyof D & string, path: string = key) => ({
+    value: d[key],
+    onInput: set(key),
+    error: fieldError(path)
+  })
+  return { d, set, fieldError, bind }
+}
+
 export const SelectField = (
   props: {
     label: string

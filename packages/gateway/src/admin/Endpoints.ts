@@ -16,6 +16,7 @@
  */
 import { type Endpoint, type EndpointInput, Endpoints } from "@janus/storage"
 import { Effect, Layer, Option } from "effect"
+import { endpointDefinition } from "../configuration/Items.ts"
 import { AdminRouter } from "./AdminRouter.ts"
 import type { JsonObject } from "./JsonBody.ts"
 import * as Problem from "./Problem.ts"
@@ -26,13 +27,7 @@ export const present = (e: Endpoint): JsonObject => ({
   id: e.id,
   connectionId: e.connectionId,
   name: e.name,
-  description: e.description,
-  method: e.method,
-  pathTemplate: e.pathTemplate,
-  arguments: e.arguments,
-  inputSchema: e.inputSchema,
-  outputSchema: e.outputSchema ?? null,
-  idempotent: e.idempotent,
+  ...endpointDefinition(e),
   version: e.version,
   createdAt: e.createdAt.toISOString(),
   updatedAt: e.updatedAt.toISOString()

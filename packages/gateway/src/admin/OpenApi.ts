@@ -21,7 +21,7 @@
  * @since 0.1.0
  */
 import { ConnectionAuth, Validation } from "@janus/storage"
-import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Predicate, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type ImportError, type ImportRequest, OpenApiImporter } from "../openapi/index.ts"
 import { AdminRouter } from "./AdminRouter.ts"
@@ -30,7 +30,6 @@ import * as Pagination from "./Pagination.ts"
 import * as Problem from "./Problem.ts"
 import * as Resource from "./Resource.ts"
 
-const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 const isStrings = (u: unknown): u is ReadonlyArray<string> => Array.isArray(u) && u.every((s) => typeof s === "string")
 
 const decodeAuth = Schema.decodeUnknownExit(ConnectionAuth, { errors: "first", onExcessProperty: "error" })
@@ -49,7 +48,7 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
   const wrong = (path: string, message: string) => fields.push({ path, message })
   for (const [at, known] of Object.entries(KNOWN)) {
     const object = at === "" ? body : body[at]
-    if (!isObject(object)) continue
+    if (!Predicate.isObject(object)) continue
     for (const key of Object.keys(object)) {
       if (!(known as ReadonlyArray<string>).includes(key)) {
         wrong(at === "" ? key : `${at}.${key}`, `Expected ${Validation.unknownFieldExpected(key, known)}`)
@@ -57,17 +56,17 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
     }
   }
   const { connection, options, source } = body
-  if (!isObject(source)) wrong("source", "Expected an object: { text } or { url }")
+  if (!Predicate.isObject(source)) wrong("source", "Expected an object: { text } or { url }")
   else if (typeof source.text === "string" === (typeof source.url === "string")) {
     wrong("source", "Expected exactly one of text (the document) or url (where to fetch it), as a string")
   }
-  if (!isObject(connection)) wrong("connection", "Expected an object with at least a name")
+  if (!Predicate.isObject(connection)) wrong("connection", "Expected an object with at least a name")
   else {
     if (typeof connection.name !== "string") wrong("connection.name", "Expected a string")
     if (connection.description !== undefined && typeof connection.description !== "string") {
       wrong("connection.description", "Expected a string")
     }
-    if (connection.auth !== undefined && !isObject(connection.auth)) {
+    if (connection.auth !== undefined && !Predicate.isObject(connection.auth)) {
       wrong("connection.auth", "Expected an object, e.g. { scheme: \"bearer\", secret: \"<secret name>\" }")
     } else if (connection.auth !== undefined) {
       const decoded = decodeAuth(connection.auth)
@@ -88,14 +87,16 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
       wrong("connection.timeoutMs", "Expected a number of milliseconds")
     }
   }
-  if (options !== undefined && !isObject(options)) wrong("options", "Expected an object")
+  if (options !== undefined && !Predicate.isObject(options)) wrong("options", "Expected an object")
   else if (options !== undefined) {
     for (const key of ["baseUrl", "namePrefix"] as const) {
       if (options[key] !== undefined && typeof options[key] !== "string") wrong(`options.${key}`, "Expected a string")
     }
     if (options.tags !== undefined && !isStrings(options.tags)) wrong("options.tags", "Expected an array of strings")
   }
-  if (fields.length > 0 || !isObject(source) || !isObject(connection)) return Effect.fail(Problem.invalidFields(fields))
+  if (fields.length > 0 || !Predicate.isObject(source) || !Predicate.isObject(connection)) {
+    return Effect.fail(Problem.invalidFields(fields))
+  }
   const opts = options as JsonObject | undefined
   return Effect.succeed({
     source: typeof source.text === "string" ? { text: source.text } : { url: source.url as string },

@@ -26,19 +26,7 @@
  *
  * @since 0.1.0
  */
-import type {
-  DuplicateName,
-  InvalidInput,
-  InvalidInputSchema,
-  InvalidToolName,
-  InvalidUrl,
-  NotFound,
-  SecretNotFound,
-  StorageError,
-  UndeclaredPathParam,
-  UnknownReference,
-  VersionConflict
-} from "@janus/storage"
+import type { NotFound, SecretNotFound, StorageError, ValidationError } from "@janus/storage"
 import { Data } from "effect"
 import { HttpServerResponse } from "effect/http"
 
@@ -99,19 +87,8 @@ export const versionConflict = (entity: string, id: string, expected: number, ac
     { details: { currentVersion: actual }, headers: { etag: `"${actual}"` } }
   )
 
-/** Every failure the storage repositories report. */
-export type StorageFailure =
-  | InvalidInput
-  | InvalidToolName
-  | InvalidUrl
-  | InvalidInputSchema
-  | UndeclaredPathParam
-  | DuplicateName
-  | NotFound
-  | UnknownReference
-  | VersionConflict
-  | SecretNotFound
-  | StorageError
+/** Every failure the storage repositories report: an input refused, a missing row or secret, the database. */
+export type StorageFailure = ValidationError | NotFound | SecretNotFound | StorageError
 
 /** How a resource names the fields storage reports without a path. */
 export interface FieldHints {

@@ -25,49 +25,15 @@
  *
  * @since 0.1.0
  */
-import {
-  type AdminToken,
-  AdminTokens,
-  type ClientToken,
-  type ClientTokenInput,
-  ClientTokens,
-  Connections,
-  Endpoints
-} from "@janus/storage"
+import { AdminTokens, type ClientTokenInput, ClientTokens, Connections, Endpoints } from "@janus/storage"
 import { Clock, Effect, Layer, Redacted, Semaphore } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AdminRouter, PREFIX } from "./AdminRouter.ts"
 import { type JsonObject, readObject } from "./JsonBody.ts"
 import * as Problem from "./Problem.ts"
 import * as Resource from "./Resource.ts"
+import { presentAdminToken, presentClientToken } from "./TokenJson.ts"
 import { checkAllowedTools } from "./ToolReferences.ts"
-
-const iso = (date: Date | null): string | null => date === null ? null : date.toISOString()
-
-/** The JSON representation of a client token: never its hash or plaintext. */
-export const presentClientToken = (t: ClientToken, now: Date): JsonObject => ({
-  id: t.id,
-  name: t.name,
-  prefix: t.prefix,
-  allowedTools: t.allowedTools,
-  allowedVirtualServers: t.allowedVirtualServers,
-  expiresAt: iso(t.expiresAt),
-  revokedAt: iso(t.revokedAt),
-  lastUsedAt: iso(t.lastUsedAt),
-  createdAt: t.createdAt.toISOString(),
-  active: t.isActiveAt(now)
-})
-
-/** The JSON representation of an admin token: never its hash or plaintext. */
-export const presentAdminToken = (t: AdminToken): JsonObject => ({
-  id: t.id,
-  name: t.name,
-  prefix: t.prefix,
-  revokedAt: iso(t.revokedAt),
-  lastUsedAt: iso(t.lastUsedAt),
-  createdAt: t.createdAt.toISOString(),
-  active: t.revokedAt === null
-})
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
 

@@ -28,17 +28,7 @@
  *
  * @since 0.1.0
  */
-import type {
-  AdminTokens,
-  AuditLog,
-  ClientTokens,
-  Connections,
-  Endpoints,
-  MasterKey,
-  SecretCache,
-  Secrets,
-  VirtualServers
-} from "@janus/storage"
+import type { AuditLog, MasterKey, SecretCache, Storage } from "@janus/storage"
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
 import type * as SqlClient from "effect/sql/SqlClient"
@@ -73,12 +63,7 @@ export const AdminApiRoutes: Layer.Layer<
   never,
   never,
   | HttpRouter.HttpRouter
-  | Connections
-  | Endpoints
-  | VirtualServers
-  | ClientTokens
-  | AdminTokens
-  | Secrets
+  | Storage.Repositories
   | AuditLog
   | OpenApiImporter
   | JanusConfig

@@ -46,6 +46,7 @@
 import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schema, type Scope } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { VARIABLES } from "../config/JanusConfig.ts"
+import { limiterFallback, limiterRefused } from "../observability/Metrics.ts"
 import * as Redis from "../redis/Redis.ts"
 
 /** A token bucket: `burst` tokens, refilled at `rate` per second. */
@@ -131,16 +132,6 @@ export interface Limits {
   /** Where decisions are taken now. */
   readonly backend: Effect.Effect<LimiterBackend>
 }
-
-export const refused = Metric.counter("janus.limiter.refused", {
-  description: "Requests refused by an admission rate limiter, by tier (ip, identity, auth_failure)",
-  incremental: true
-})
-
-export const fallback = Metric.counter("janus.limiter.fallback", {
-  description: "Rate-limit decisions taken per instance because the Redis store was unavailable, by tier",
-  incremental: true
-})
 
 const validate = (tier: Tier, policy: RatePolicy): InvalidLimits | undefined => {
   if (!Number.isFinite(policy.rate) || policy.rate <= 0) {
@@ -289,8 +280,8 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
         window: Duration.millis(policy.burst * 1_000 / policy.rate),
         memory,
         redis: undefined,
-        refused: Metric.withAttributes(refused, { tier }),
-        fallback: Metric.withAttributes(fallback, { tier })
+        refused: Metric.withAttributes(limiterRefused, { tier }),
+        fallback: Metric.withAttributes(limiterFallback, { tier })
       }))
     const ip = yield* tierState("ip", ipPolicy)
     const identity = yield* tierState("identity", identityPolicy)

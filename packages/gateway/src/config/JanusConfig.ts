@@ -27,12 +27,15 @@ import * as OAuthVariables from "./OAuthVariables.ts"
 import * as OtelVariables from "./OtelVariables.ts"
 import * as Settings from "./Settings.ts"
 
-const { optional, variable } = Settings
+const { issuerVariable, optional, variable } = Settings
 type Variable<A> = Settings.Variable<A>
 
 const showList = (values: ReadonlyArray<string>) => values.join(",")
+const issuerList: Settings.IssuerValue<ReadonlyArray<string>> = { parse: Settings.list, show: showList, name: "list" }
 
 const httpUrl: Settings.Parser<string> = (raw) => Result.map(Settings.url(["https", "http"])(raw), Redacted.value)
+const issuerText: Settings.IssuerValue<string> = { parse: Settings.text, show: String, name: "prefix" }
+const issuerUrl: Settings.IssuerValue<string> = { parse: httpUrl, show: String, name: "url" }
 
 /**
  * Every variable Janus reads. The key is the environment variable's name.
@@ -133,50 +136,46 @@ export const VARIABLES = {
   ),
   OAUTH_TOOL_SCOPES: variable(Settings.list, ["mcp:tools"], "Scopes an access token needs for /mcp"),
   OAUTH_ADMIN_SCOPES: variable(Settings.list, ["janus:admin"], "Scopes an access token needs for /api/v1"),
-  OAUTH_AUDIENCES: variable(
-    Settings.perIssuer(Settings.list, showList),
-    Settings.everyIssuer<ReadonlyArray<string>>(undefined, showList),
-    "Audiences accepted besides OAUTH_RESOURCE (Entra api://... or app id, Auth0 API identifier); per issuer: " +
-      "<issuer>=<list>; ..."
+  OAUTH_AUDIENCES: issuerVariable(
+    issuerList,
+    undefined,
+    "Audiences accepted besides OAUTH_RESOURCE (Entra api://... or app id, Auth0 API identifier)"
   ),
-  OAUTH_SCOPE_CLAIMS: variable(
-    Settings.perIssuer(Settings.list, showList),
-    Settings.everyIssuer<ReadonlyArray<string>>(["scope", "scp"], showList),
-    "Claims scopes are read from (scope, scp, roles, permissions, realm_access.roles, ...); per issuer: " +
-      "<issuer>=<list>; ..."
+  OAUTH_SCOPE_CLAIMS: issuerVariable(
+    issuerList,
+    ["scope", "scp"],
+    "Claims scopes are read from (scope, scp, roles, permissions, realm_access.roles, ...)"
   ),
-  OAUTH_SCOPE_PREFIX: variable(
-    Settings.perIssuer(Settings.text, String),
-    Settings.everyIssuer<string>(undefined, String),
-    "Prefix stripped from granted scopes and put before the scopes clients are told to request (Entra: " +
-      "api://<app>/); per issuer: <issuer>=<prefix>; ..."
+  OAUTH_SCOPE_PREFIX: issuerVariable(
+    issuerText,
+    undefined,
+    "Prefix stripped from granted scopes and put before the scopes clients are told to request (Entra: api://<app>/)"
   ),
-  OAUTH_JWKS_URL: variable(
-    Settings.perIssuer(httpUrl, String),
-    Settings.everyIssuer<string>(undefined, String),
-    "Where an issuer's signing keys are fetched; unset: discovered from its metadata; per issuer: <issuer>=<url>; ..."
+  OAUTH_JWKS_URL: issuerVariable(
+    issuerUrl,
+    undefined,
+    "Where an issuer's signing keys are fetched; unset: discovered from its metadata"
   ),
-  OAUTH_TENANTS: variable(
-    Settings.perIssuer(Settings.list, showList),
-    Settings.everyIssuer<ReadonlyArray<string>>(undefined, showList),
-    "Tenants a multi-tenant issuer ({tenantid} in OAUTH_ISSUERS) may name; unset: any; per issuer: " +
-      "<issuer>=<list>; ..."
+  OAUTH_TENANTS: issuerVariable(
+    issuerList,
+    undefined,
+    "Tenants a multi-tenant issuer ({tenantid} in OAUTH_ISSUERS) may name; unset: any"
   ),
   OAUTH_HTTP_ISSUERS: variable(
     Settings.list,
     [],
     "Issuers (of OAUTH_ISSUERS) allowed on plain http beyond loopback, with their JWKS URL (in-cluster servers)"
   ),
-  OAUTH_CLOCK_TOLERANCE: variable(
-    Settings.perIssuer(Settings.duration(Duration.minutes(10)), Duration.format),
-    Settings.everyIssuer(Duration.seconds(60), Duration.format),
-    "Tolerance for exp, nbf and iat; per issuer: <issuer>=<duration>; ..."
+  OAUTH_CLOCK_TOLERANCE: issuerVariable(
+    { parse: Settings.duration(Duration.minutes(10)), show: Duration.format, name: "duration" },
+    Duration.seconds(60),
+    "Tolerance for exp, nbf and iat"
   ),
-  OAUTH_JWKS_REFRESH: variable(
+  OAUTH_JWKS_REFRESH: issuerVariable(
     // not under the on-demand refetch window (OAuthOptions' jwksMinRefreshInterval)
-    Settings.perIssuer(Settings.duration(Duration.days(1), Duration.seconds(30)), Duration.format),
-    Settings.everyIssuer(Duration.minutes(10), Duration.format),
-    "How often each issuer's signing keys are fetched again (at least 30s); per issuer: <issuer>=<duration>; ..."
+    { parse: Settings.duration(Duration.days(1), Duration.seconds(30)), show: Duration.format, name: "duration" },
+    Duration.minutes(10),
+    "How often each issuer's signing keys are fetched again (at least 30s)"
   ),
   OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS: variable(
     Settings.boolean,

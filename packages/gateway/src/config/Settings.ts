@@ -237,3 +237,18 @@ export const perIssuer = <A>(parse: Parser<A>, show: (value: A) => string): Pars
 /** An empty {@link PerIssuer}, or one with `all`. */
 export const everyIssuer = <A>(all: A | undefined, show: (value: A) => string): PerIssuer<A> =>
   new PerIssuer(all, [], show)
+
+/** How the values of a per-issuer setting are read, written back, and named in its doc (`<issuer>=<name>`). */
+export interface IssuerValue<A> {
+  readonly parse: Parser<A>
+  readonly show: (value: A) => string
+  readonly name: string
+}
+
+/** A variable set for every issuer, per issuer (`<issuer>=<value>; ...`) or both; `all` unless set. */
+export const issuerVariable = <A>(value: IssuerValue<A>, all: A | undefined, doc: string): Variable<PerIssuer<A>> =>
+  variable(
+    perIssuer(value.parse, value.show),
+    everyIssuer(all, value.show),
+    `${doc}; per issuer: <issuer>=<${value.name}>; ...`
+  )

@@ -261,6 +261,14 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
        * The one place every change of an apply is written (and where an audit trail records it). Returns a
        * token value it issued, if any.
        */
+      /** The delete of each kind of stored item: by id. */
+      const deleteOf = {
+        ConnectionDelete: connections.delete,
+        EndpointDelete: endpoints.delete,
+        VirtualServerDelete: servers.delete,
+        ClientTokenDelete: tokens.delete
+      }
+
       const write = (step: Plan.Step, ids: Map<string, string>, origin: Origin) =>
         Effect.gen(function*() {
           const connectionId = (name: string) => ids.get(name) ?? ""
@@ -279,9 +287,6 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
             case "ConnectionUpdate":
               yield* connections.update(step.current.id, step.current.version, step.item)
               return undefined
-            case "ConnectionDelete":
-              yield* connections.delete(step.current.id)
-              return undefined
             case "EndpointCreate":
               yield* endpoints.create(endpointInput(step.item, connectionId(step.item.connection)))
               return undefined
@@ -292,17 +297,11 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
                 endpointInput(step.item, connectionId(step.item.connection))
               )
               return undefined
-            case "EndpointDelete":
-              yield* endpoints.delete(step.current.id)
-              return undefined
             case "VirtualServerCreate":
               yield* servers.create(step.item)
               return undefined
             case "VirtualServerUpdate":
               yield* servers.update(step.current.id, step.current.version, step.item)
-              return undefined
-            case "VirtualServerDelete":
-              yield* servers.delete(step.current.id)
               return undefined
             case "ClientTokenCreate": {
               const created = yield* tokens.create(tokenInput(step.item), { value: step.value, allowExpired: true })
@@ -322,8 +321,11 @@ export class ConfigurationApplier extends Context.Service<ConfigurationApplier, 
               }
               if (step.revoke) yield* tokens.revoke(step.current.id)
               return undefined
+            case "ConnectionDelete":
+            case "EndpointDelete":
+            case "VirtualServerDelete":
             case "ClientTokenDelete":
-              yield* tokens.delete(step.current.id)
+              yield* deleteOf[step._tag](step.current.id)
               return undefined
           }
         }).pipe(

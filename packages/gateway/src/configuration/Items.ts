@@ -139,10 +139,11 @@ export const endpointFull = (item: EndpointItem): Full =>
     idempotent: item.idempotent ?? idempotentMethods.has(item.method)
   }) as Full
 
-/** A stored endpoint as a document item (its connection by name). */
-export const endpointItem = (e: Endpoint, connection: string): EndpointItem => ({
-  name: e.name,
-  connection,
+/**
+ * What an endpoint does, apart from its name, its connection and where it is stored: the fields a document item
+ * and the admin API's representation share, in their order (`outputSchema` is `null` when there is none).
+ */
+export const endpointDefinition = (e: Endpoint) => ({
   description: e.description,
   method: e.method,
   pathTemplate: e.pathTemplate,
@@ -150,6 +151,13 @@ export const endpointItem = (e: Endpoint, connection: string): EndpointItem => (
   inputSchema: e.inputSchema,
   outputSchema: e.outputSchema ?? null,
   idempotent: e.idempotent
+})
+
+/** A stored endpoint as a document item (its connection by name). */
+export const endpointItem = (e: Endpoint, connection: string): EndpointItem => ({
+  name: e.name,
+  connection,
+  ...endpointDefinition(e)
 })
 
 export const virtualServerFull = (item: VirtualServerItem): Full =>

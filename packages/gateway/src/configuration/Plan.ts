@@ -199,6 +199,13 @@ export const make = (
     fields,
     at: item.at
   })
+  /** What a plain update step carries: its change, the stored item and the document's. */
+  const updateOf = <I extends { readonly name: string }, C>(
+    section: Section,
+    item: Located<I>,
+    current: C,
+    fields: ReadonlyArray<string>
+  ) => ({ change: changeOf(section, item, fields), current, item: item.value })
 
   // secrets: their names; a value only from valueFrom, when it differs from the stored one
   const resolvedAt = (at: string) => options.resolved.get(at)
@@ -232,10 +239,8 @@ export const make = (
   diff("connections", doc.connections, state.connections, connectionFull, (c) => connectionFull(connectionInput(c)), {
     add: (item, change) => ({ change, _tag: "ConnectionCreate", item: item.value }),
     change: (item, current, fields) => ({
-      change: changeOf("connections", item, fields),
       _tag: "ConnectionUpdate",
-      current,
-      item: item.value
+      ...updateOf("connections", item, current, fields)
     }),
     remove: (current, change) => ({ change, _tag: "ConnectionDelete", current })
   })
@@ -249,12 +254,7 @@ export const make = (
     (e) => endpointFull(endpointItem(e, connectionNames.get(e.connectionId) ?? "")),
     {
       add: (item, change) => ({ change, _tag: "EndpointCreate", item: item.value }),
-      change: (item, current, fields) => ({
-        change: changeOf("endpoints", item, fields),
-        _tag: "EndpointUpdate",
-        current,
-        item: item.value
-      }),
+      change: (item, current, fields) => ({ _tag: "EndpointUpdate", ...updateOf("endpoints", item, current, fields) }),
       remove: (current, change) => ({ change, _tag: "EndpointDelete", current })
     }
   )
@@ -262,10 +262,8 @@ export const make = (
   diff("virtualServers", doc.virtualServers, state.virtualServers, virtualServerFull, (s) => virtualServerFull(s), {
     add: (item, change) => ({ change, _tag: "VirtualServerCreate", item: item.value }),
     change: (item, current, fields) => ({
-      change: changeOf("virtualServers", item, fields),
       _tag: "VirtualServerUpdate",
-      current,
-      item: item.value
+      ...updateOf("virtualServers", item, current, fields)
     }),
     remove: (current, change) => ({ change, _tag: "VirtualServerDelete", current })
   })

@@ -15,12 +15,14 @@
  * @since 0.1.0
  */
 import {
+  type ArgumentLocation,
   ClientTokens,
   type ClientTokenWriteError,
   Connections,
   type ConnectionWriteError,
   Endpoints,
   type EndpointWriteError,
+  type HttpMethod,
   type NotFound,
   type StorageError,
   type VersionConflict
@@ -78,46 +80,41 @@ const object = (properties: Record<string, unknown>, required: Array<string> = [
   required
 })
 
+/** A demo endpoint; `args` says where each argument goes (unnamed ones: the query of a GET, else the body). */
+const endpoint = (
+  name: string,
+  method: HttpMethod,
+  pathTemplate: string,
+  description: string,
+  inputSchema: ReturnType<typeof object>,
+  args?: Readonly<Record<string, ArgumentLocation>>
+) => ({ name, description, method, pathTemplate, ...(args === undefined ? {} : { arguments: args }), inputSchema })
+
 const endpoints = [
-  {
-    name: "demo_time",
-    description: "The current time on the demo server",
-    method: "GET",
-    pathTemplate: "/time",
-    inputSchema: object({})
-  },
-  {
-    name: "demo_echo",
-    description: "Echoes the text it is given",
-    method: "GET",
-    pathTemplate: "/echo",
-    arguments: { text: "query" },
-    inputSchema: object({ text: { type: "string", description: "What to echo" } }, ["text"])
-  },
-  {
-    name: "demo_list_todos",
-    description: "Lists the todos",
-    method: "GET",
-    pathTemplate: "/todos",
-    inputSchema: object({})
-  },
-  {
-    name: "demo_get_todo",
-    description: "Fetches one todo by id",
-    method: "GET",
-    pathTemplate: "/todos/{id}",
-    arguments: { id: "path" },
-    inputSchema: object({ id: { type: "integer" } }, ["id"])
-  },
-  {
-    name: "demo_add_todo",
-    description: "Adds a todo",
-    method: "POST",
-    pathTemplate: "/todos",
-    arguments: { title: "body" },
-    inputSchema: object({ title: { type: "string" } }, ["title"])
-  }
-] as const
+  endpoint("demo_time", "GET", "/time", "The current time on the demo server", object({})),
+  endpoint(
+    "demo_echo",
+    "GET",
+    "/echo",
+    "Echoes the text it is given",
+    object({ text: { type: "string", description: "What to echo" } }, ["text"]),
+    { text: "query" }
+  ),
+  endpoint("demo_list_todos", "GET", "/todos", "Lists the todos", object({})),
+  endpoint(
+    "demo_get_todo",
+    "GET",
+    "/todos/{id}",
+    "Fetches one todo by id",
+    object({ id: { type: "integer" } }, ["id"]),
+    {
+      id: "path"
+    }
+  ),
+  endpoint("demo_add_todo", "POST", "/todos", "Adds a todo", object({ title: { type: "string" } }, ["title"]), {
+    title: "body"
+  })
+]
 
 /** Starts the demo API and seeds the `demo` connection; prints how to try it. */
 export const layer: Layer.Layer<

@@ -61,58 +61,58 @@ export const normalizeHostName = EgressAllowList.normalizeHostName
 interface Rule {
   readonly list: Net.BlockList
   readonly reason: string
+  readonly family: "ipv4" | "ipv6"
 }
 
-const rule = (cidr: string, family: "ipv4" | "ipv6", reason: string): Rule => {
+/** The rule refusing `cidr` (IPv6 when it has a `:`) for `reason`. */
+const rule = (cidr: string, reason: string): Rule => {
   const list = new Net.BlockList()
   const [network, prefix] = cidr.split("/")
+  const family = cidr.includes(":") ? "ipv6" : "ipv4"
   list.addSubnet(network!, Number(prefix), family)
-  return { list, reason }
+  return { list, reason, family }
 }
 
-// Most specific first: the first matching rule names the reason.
-const v4Rules: ReadonlyArray<Rule> = [
-  rule("169.254.169.254/32", "ipv4", "link-local (cloud metadata)"),
-  rule("169.254.170.2/32", "ipv4", "link-local (container metadata)"),
-  rule("100.100.100.200/32", "ipv4", "carrier-grade NAT (cloud metadata)"),
-  rule("168.63.129.16/32", "ipv4", "a cloud platform endpoint (Azure WireServer)"),
-  rule("255.255.255.255/32", "ipv4", "broadcast"),
-  rule("0.0.0.0/32", "ipv4", "unspecified"),
-  rule("0.0.0.0/8", "ipv4", "\"this network\" (RFC 1122)"),
-  rule("10.0.0.0/8", "ipv4", "private (RFC 1918)"),
-  rule("100.64.0.0/10", "ipv4", "carrier-grade NAT (RFC 6598)"),
-  rule("127.0.0.0/8", "ipv4", "loopback"),
-  rule("169.254.0.0/16", "ipv4", "link-local"),
-  rule("172.16.0.0/12", "ipv4", "private (RFC 1918)"),
-  rule("192.0.0.0/24", "ipv4", "IETF protocol assignments (RFC 6890)"),
-  rule("192.0.2.0/24", "ipv4", "documentation (TEST-NET-1)"),
-  rule("192.88.99.0/24", "ipv4", "6to4 relay anycast (deprecated, RFC 7526)"),
-  rule("192.168.0.0/16", "ipv4", "private (RFC 1918)"),
-  rule("198.18.0.0/15", "ipv4", "benchmarking (RFC 2544)"),
-  rule("198.51.100.0/24", "ipv4", "documentation (TEST-NET-2)"),
-  rule("203.0.113.0/24", "ipv4", "documentation (TEST-NET-3)"),
-  rule("224.0.0.0/4", "ipv4", "multicast"),
-  rule("240.0.0.0/4", "ipv4", "reserved (RFC 1112)")
+// Most specific first within a family: the first matching rule names the reason.
+const builtInRules: ReadonlyArray<Rule> = [
+  rule("169.254.169.254/32", "link-local (cloud metadata)"),
+  rule("169.254.170.2/32", "link-local (container metadata)"),
+  rule("100.100.100.200/32", "carrier-grade NAT (cloud metadata)"),
+  rule("168.63.129.16/32", "a cloud platform endpoint (Azure WireServer)"),
+  rule("255.255.255.255/32", "broadcast"),
+  rule("0.0.0.0/32", "unspecified"),
+  rule("0.0.0.0/8", "\"this network\" (RFC 1122)"),
+  rule("10.0.0.0/8", "private (RFC 1918)"),
+  rule("100.64.0.0/10", "carrier-grade NAT (RFC 6598)"),
+  rule("127.0.0.0/8", "loopback"),
+  rule("169.254.0.0/16", "link-local"),
+  rule("172.16.0.0/12", "private (RFC 1918)"),
+  rule("192.0.0.0/24", "IETF protocol assignments (RFC 6890)"),
+  rule("192.0.2.0/24", "documentation (TEST-NET-1)"),
+  rule("192.88.99.0/24", "6to4 relay anycast (deprecated, RFC 7526)"),
+  rule("192.168.0.0/16", "private (RFC 1918)"),
+  rule("198.18.0.0/15", "benchmarking (RFC 2544)"),
+  rule("198.51.100.0/24", "documentation (TEST-NET-2)"),
+  rule("203.0.113.0/24", "documentation (TEST-NET-3)"),
+  rule("224.0.0.0/4", "multicast"),
+  rule("240.0.0.0/4", "reserved (RFC 1112)"),
+  rule("fd00:ec2::254/128", "unique-local (cloud metadata)"),
+  rule("::/128", "unspecified"),
+  rule("::1/128", "loopback"),
+  rule("::/96", "IPv4-compatible (deprecated, RFC 4291)"),
+  rule("64:ff9b:1::/48", "local-use NAT64 (RFC 8215)"),
+  rule("100::/64", "discard-only (RFC 6666)"),
+  rule("2001::/32", "Teredo (RFC 4380)"),
+  rule("2001:db8::/32", "documentation (RFC 3849)"),
+  rule("2001::/23", "IETF protocol assignments (RFC 2928)"),
+  rule("3fff::/20", "documentation (RFC 9637)"),
+  rule("fc00::/7", "unique-local (fc00::/7)"),
+  rule("fe80::/10", "link-local"),
+  rule("fec0::/10", "site-local (deprecated)"),
+  rule("ff00::/8", "multicast")
 ]
 
-const v6Rules: ReadonlyArray<Rule> = [
-  rule("fd00:ec2::254/128", "ipv6", "unique-local (cloud metadata)"),
-  rule("::/128", "ipv6", "unspecified"),
-  rule("::1/128", "ipv6", "loopback"),
-  rule("::/96", "ipv6", "IPv4-compatible (deprecated, RFC 4291)"),
-  rule("64:ff9b:1::/48", "ipv6", "local-use NAT64 (RFC 8215)"),
-  rule("100::/64", "ipv6", "discard-only (RFC 6666)"),
-  rule("2001::/32", "ipv6", "Teredo (RFC 4380)"),
-  rule("2001:db8::/32", "ipv6", "documentation (RFC 3849)"),
-  rule("2001::/23", "ipv6", "IETF protocol assignments (RFC 2928)"),
-  rule("3fff::/20", "ipv6", "documentation (RFC 9637)"),
-  rule("fc00::/7", "ipv6", "unique-local (fc00::/7)"),
-  rule("fe80::/10", "ipv6", "link-local"),
-  rule("fec0::/10", "ipv6", "site-local (deprecated)"),
-  rule("ff00::/8", "ipv6", "multicast")
-]
-
-const globalUnicast = rule("2000::/3", "ipv6", "")
+const globalUnicast = rule("2000::/3", "")
 
 /**
  * Splits a canonical IPv6 address (the URL parser's output: lower-case hex,
@@ -135,9 +135,9 @@ interface Classifier {
   readonly v6: (canonical: string) => string | undefined
 }
 
-const makeClassifier = (extraRefused: ReadonlyArray<Rule & { readonly family: "ipv4" | "ipv6" }>): Classifier => {
-  const v4All = [...v4Rules, ...extraRefused.filter((r) => r.family === "ipv4")]
-  const v6All = [...v6Rules, ...extraRefused.filter((r) => r.family === "ipv6")]
+const makeClassifier = (extraRefused: ReadonlyArray<Rule>): Classifier => {
+  const v4All = [...builtInRules, ...extraRefused].filter((r) => r.family === "ipv4")
+  const v6All = [...builtInRules, ...extraRefused].filter((r) => r.family === "ipv6")
   const v4 = (address: string): string | undefined => {
     for (const r of v4All) if (r.list.check(address, "ipv4")) return r.reason
     return undefined
@@ -328,7 +328,7 @@ export class EgressPolicy extends Context.Service<EgressPolicy, {
     return Layer.effect(
       EgressPolicy,
       Effect.suspend(() => {
-        const extra: Array<Rule & { family: "ipv4" | "ipv6" }> = []
+        const extra: Array<Rule> = []
         for (const cidr of options?.refuse ?? []) {
           const parsed = EgressAllowList.parseAllowListEntry(cidr)
           if (!("entry" in parsed) || parsed.entry._tag !== "Range" || parsed.entry.port !== undefined) {

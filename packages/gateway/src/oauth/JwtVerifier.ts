@@ -126,48 +126,46 @@ const decodeUnverified = (token: string, settings: OAuthSettings): Result.Result
   return Result.succeed({ header, payload, alg, issuer: payload.iss, server: settings.issuerOf(payload.iss) })
 }
 
+type Refusal = readonly [InvalidToken["reason"], string]
+
+/** What a jose error code means for the client (a claim validation failure is read by claim instead). */
+const BY_CODE: Readonly<Record<string, Refusal>> = {
+  ERR_JWT_EXPIRED: ["expired", "The token has expired"],
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: ["bad_signature", "The token signature is invalid"],
+  ERR_JOSE_ALG_NOT_ALLOWED: ["algorithm_not_allowed", "The token algorithm is not allowed"],
+  ERR_JWKS_NO_MATCHING_KEY: ["unknown_key", "The token was signed with an unknown key"],
+  ERR_JWKS_MULTIPLE_MATCHING_KEYS: ["bad_signature", "The token signature is invalid"],
+  ERR_JOSE_NOT_SUPPORTED: ["algorithm_not_allowed", "The token uses an unsupported algorithm or header"],
+  ERR_JWKS_INVALID: ["key_mismatch", "The token does not fit the signing key"],
+  ERR_JWK_INVALID: ["key_mismatch", "The token does not fit the signing key"],
+  ERR_JWS_INVALID: ["malformed", "The token is not a well-formed JWT"],
+  ERR_JWT_INVALID: ["malformed", "The token is not a well-formed JWT"]
+}
+
+/** What a failed claim validation (`ERR_JWT_CLAIM_VALIDATION_FAILED`) means, by claim. */
+const BY_CLAIM: Readonly<Record<string, Refusal>> = {
+  nbf: ["not_yet_valid", "The token is not yet valid"],
+  iss: ["untrusted_issuer", "The token issuer is not trusted"],
+  typ: ["wrong_type", "The token type is not an access token"],
+  exp: ["invalid_claim", "The token exp claim is not a number"],
+  iat: ["invalid_claim", "The token iat claim is not a number"]
+}
+
+/** `table[key]` when `key` is its own entry (never an inherited one such as `constructor`), else `fallback`. */
+const entry = (table: Readonly<Record<string, Refusal>>, key: string, fallback: Refusal): Refusal =>
+  Object.hasOwn(table, key) ? table[key]! : fallback
+
 const mapJoseError = (error: unknown): InvalidToken => {
   const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : ""
   const claim = typeof error === "object" && error !== null && "claim" in error ? String(error.claim) : ""
-  switch (code) {
-    case "ERR_JWT_EXPIRED":
-      return invalid("expired", "The token has expired")
-    case "ERR_JWT_CLAIM_VALIDATION_FAILED": {
-      const missing = typeof error === "object" && error !== null && "reason" in error && error.reason === "missing"
-      if (missing) return invalid("missing_claim", `The token has no ${claim} claim`)
-      switch (claim) {
-        case "nbf":
-          return invalid("not_yet_valid", "The token is not yet valid")
-        case "iss":
-          return invalid("untrusted_issuer", "The token issuer is not trusted")
-        case "typ":
-          return invalid("wrong_type", "The token type is not an access token")
-        case "exp":
-        case "iat":
-          return invalid("invalid_claim", `The token ${claim} claim is not a number`)
-        default:
-          return invalid("invalid_claim", "The token has an invalid claim")
-      }
-    }
-    case "ERR_JWS_SIGNATURE_VERIFICATION_FAILED":
-      return invalid("bad_signature", "The token signature is invalid")
-    case "ERR_JOSE_ALG_NOT_ALLOWED":
-      return invalid("algorithm_not_allowed", "The token algorithm is not allowed")
-    case "ERR_JWKS_NO_MATCHING_KEY":
-      return invalid("unknown_key", "The token was signed with an unknown key")
-    case "ERR_JWKS_MULTIPLE_MATCHING_KEYS":
-      return invalid("bad_signature", "The token signature is invalid")
-    case "ERR_JOSE_NOT_SUPPORTED":
-      return invalid("algorithm_not_allowed", "The token uses an unsupported algorithm or header")
-    case "ERR_JWKS_INVALID":
-    case "ERR_JWK_INVALID":
-      return invalid("key_mismatch", "The token does not fit the signing key")
-    case "ERR_JWS_INVALID":
-    case "ERR_JWT_INVALID":
-      return invalid("malformed", "The token is not a well-formed JWT")
-    default:
-      return invalid("bad_signature", "The token could not be verified")
+  if (code !== "ERR_JWT_CLAIM_VALIDATION_FAILED") {
+    const [reason, message] = entry(BY_CODE, code, ["bad_signature", "The token could not be verified"])
+    return invalid(reason, message)
   }
+  const missing = typeof error === "object" && error !== null && "reason" in error && error.reason === "missing"
+  if (missing) return invalid("missing_claim", `The token has no ${claim} claim`)
+  const [reason, message] = entry(BY_CLAIM, claim, ["invalid_claim", "The token has an invalid claim"])
+  return invalid(reason, message)
 }
 
 const isNoMatchingKey = (error: unknown) =>

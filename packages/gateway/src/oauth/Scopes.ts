@@ -19,12 +19,10 @@
  *
  * @since 0.1.0
  */
+import { Predicate } from "effect"
 
 /** Where scopes are read from unless an issuer says otherwise. */
 export const DEFAULT_SCOPE_CLAIMS: ReadonlyArray<string> = ["scope", "scp"]
-
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The value of claim `name` in `payload`: the top-level claim of that name, else the dotted path. */
 export const claimValue = (payload: Readonly<Record<string, unknown>>, name: string): unknown => {
@@ -32,7 +30,7 @@ export const claimValue = (payload: Readonly<Record<string, unknown>>, name: str
   if (!name.includes(".")) return undefined
   let value: unknown = payload
   for (const part of name.split(".")) {
-    if (!isRecord(value) || !(part in value)) return undefined
+    if (!Predicate.isObject(value) || !(part in value)) return undefined
     value = value[part]
   }
   return value

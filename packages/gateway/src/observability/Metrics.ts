@@ -27,6 +27,8 @@
  * | `janus.draining` | gauge (1 draining) | | `janus_draining` |
  * | `janus.config_file.applies` | counter | `outcome` (applied, unchanged, invalid, failed) | `janus_config_file_applies_total` |
  * | `janus.config_file.valid` | gauge (1 valid and applied) | | `janus_config_file_valid` |
+ * | `janus.limiter.refused` | counter | `tier` (ip, identity, auth_failure) | `janus_limiter_refused_total` |
+ * | `janus.limiter.fallback` | counter | `tier` (decided in memory: Redis unavailable) | `janus_limiter_fallback_total` |
  *
  * Defined elsewhere and exported the same way: `studio.sse.dropped{reason}`
  * and `studio.sse.subscribers` (packages/sse), `janus.audit.dropped` and
@@ -118,79 +120,58 @@ export const UNITS: Readonly<Record<string, "seconds">> = {
 // Definitions
 // -----------------------------------------------------------------------------
 
-export const httpServerRequestDuration = Metric.histogram("http.server.request.duration", {
-  description: "Duration of HTTP server requests, in seconds",
-  boundaries: DURATION_BUCKETS
-})
-
-export const httpServerActiveRequests = Metric.gauge("http.server.active_requests", {
-  description: "HTTP server requests in flight (streams until they end)"
-})
-
-export const toolCallDuration = Metric.histogram("mcp.server.operation.duration", {
-  description: "tools/call duration as seen by the gateway, in seconds",
-  boundaries: DURATION_BUCKETS
-})
-
-export const calls = Metric.counter("janus.calls", {
-  description: "tools/call attempts by outcome, tool and connection",
-  incremental: true
-})
-
-export const callsActive = Metric.gauge("janus.calls.active", {
-  description: "tools/call calls holding a concurrency permit (MCP_MAX_CONCURRENT_CALLS)"
-})
-
-export const admissionRefusals = Metric.counter("janus.admission.refusals", {
-  description: "Requests refused before the JSON-RPC body is read, by reason (rate_limited = a limiter refused)",
-  incremental: true
-})
-
-export const breakerState = Metric.gauge("janus.breaker.state", {
-  description: "Circuit breaker state per downstream connection: 0 closed, 1 half-open, 2 open"
-})
-
-export const cacheLookups = Metric.counter("janus.cache.lookups", {
-  description: "Cache lookups by cache and result (hit, miss)",
-  incremental: true
-})
-
-export const eventLogFlushSize = Metric.histogram("janus.event_log.flush.size", {
-  description: "Events written per event-log flush",
-  boundaries: SIZE_BUCKETS
-})
-
-export const eventLogFlushLag = Metric.histogram("janus.event_log.flush.lag", {
-  description: "Age of the oldest event of a flush when it committed (append to commit), in seconds",
-  boundaries: DURATION_BUCKETS
-})
-
-export const eventLogFlushDuration = Metric.histogram("janus.event_log.flush.duration", {
-  description: "Duration of one event-log flush transaction, in seconds",
-  boundaries: DURATION_BUCKETS
-})
-
-export const eventLogBuffered = Metric.gauge("janus.event_log.buffered", {
-  description: "Events appended but not yet committed (waiting for the database, or being written)"
-})
-
-export const ready = Metric.gauge("janus.ready", {
-  description: "1 when the last /readyz answered 200, 0 when it answered otherwise or the instance drains"
-})
-
-export const draining = Metric.gauge("janus.draining", {
-  description: "1 while the instance drains after SIGTERM"
-})
-
-export const configFileApplies = Metric.counter("janus.config_file.applies", {
-  description: "JANUS_CONFIG_FILE reads by outcome: applied (changes made), unchanged, invalid (kept the running " +
+/** The description of each metric, by name (Prometheus `# HELP`, OTLP `description`). */
+const DESCRIPTIONS: Readonly<Record<string, string>> = {
+  "http.server.request.duration": "Duration of HTTP server requests, in seconds",
+  "http.server.active_requests": "HTTP server requests in flight (streams until they end)",
+  "mcp.server.operation.duration": "tools/call duration as seen by the gateway, in seconds",
+  "janus.calls": "tools/call attempts by outcome, tool and connection",
+  "janus.calls.active": "tools/call calls holding a concurrency permit (MCP_MAX_CONCURRENT_CALLS)",
+  "janus.admission.refusals":
+    "Requests refused before the JSON-RPC body is read, by reason (rate_limited = a limiter refused)",
+  "janus.breaker.state": "Circuit breaker state per downstream connection: 0 closed, 1 half-open, 2 open",
+  "janus.cache.lookups": "Cache lookups by cache and result (hit, miss)",
+  "janus.event_log.flush.size": "Events written per event-log flush",
+  "janus.event_log.flush.lag": "Age of the oldest event of a flush when it committed (append to commit), in seconds",
+  "janus.event_log.flush.duration": "Duration of one event-log flush transaction, in seconds",
+  "janus.event_log.buffered": "Events appended but not yet committed (waiting for the database, or being written)",
+  "janus.ready": "1 when the last /readyz answered 200, 0 when it answered otherwise or the instance drains",
+  "janus.draining": "1 while the instance drains after SIGTERM",
+  "janus.config_file.applies":
+    "JANUS_CONFIG_FILE reads by outcome: applied (changes made), unchanged, invalid (kept the running " +
     "configuration), failed (the database; retried)",
-  incremental: true
-})
+  "janus.config_file.valid": "1 when the last read of JANUS_CONFIG_FILE validated and is applied, 0 when it did not",
+  "janus.limiter.refused": "Requests refused by an admission rate limiter, by tier (ip, identity, auth_failure)",
+  "janus.limiter.fallback": "Rate-limit decisions taken per instance because the Redis store was unavailable, by tier"
+}
 
-export const configFileValid = Metric.gauge("janus.config_file.valid", {
-  description: "1 when the last read of JANUS_CONFIG_FILE validated and is applied, 0 when it did not"
-})
+/** A counter recorded by increments (`incremental`), as every Janus counter is. */
+const counter = (name: string): Metric.Counter<number> =>
+  Metric.counter(name, { description: DESCRIPTIONS[name], incremental: true })
+
+const gauge = (name: string): Metric.Gauge<number> => Metric.gauge(name, { description: DESCRIPTIONS[name] })
+
+const histogram = (name: string, boundaries: ReadonlyArray<number>): Metric.Histogram<number> =>
+  Metric.histogram(name, { description: DESCRIPTIONS[name], boundaries })
+
+export const httpServerRequestDuration = histogram("http.server.request.duration", DURATION_BUCKETS)
+export const httpServerActiveRequests = gauge("http.server.active_requests")
+export const toolCallDuration = histogram("mcp.server.operation.duration", DURATION_BUCKETS)
+export const calls = counter("janus.calls")
+export const callsActive = gauge("janus.calls.active")
+export const admissionRefusals = counter("janus.admission.refusals")
+export const breakerState = gauge("janus.breaker.state")
+export const cacheLookups = counter("janus.cache.lookups")
+export const eventLogFlushSize = histogram("janus.event_log.flush.size", SIZE_BUCKETS)
+export const eventLogFlushLag = histogram("janus.event_log.flush.lag", DURATION_BUCKETS)
+export const eventLogFlushDuration = histogram("janus.event_log.flush.duration", DURATION_BUCKETS)
+export const eventLogBuffered = gauge("janus.event_log.buffered")
+export const ready = gauge("janus.ready")
+export const draining = gauge("janus.draining")
+export const configFileApplies = counter("janus.config_file.applies")
+export const configFileValid = gauge("janus.config_file.valid")
+export const limiterRefused = counter("janus.limiter.refused")
+export const limiterFallback = counter("janus.limiter.fallback")
 
 // -----------------------------------------------------------------------------
 // Attribute caches

@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Option, Tracer } from "effect"
+import { Context, Effect, Option, Predicate, Tracer } from "effect"
 import { HttpTraceContext } from "effect/http"
 import type { PropagatorName } from "../config/OtelVariables.ts"
 
@@ -115,12 +115,9 @@ export const injectMeta = (
   meta: Readonly<Record<string, unknown>> | undefined = undefined
 ): Effect.Effect<Record<string, unknown>> => Effect.map(current, (trace) => ({ ...meta, ...trace }))
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** The remote parent carried in an MCP request's `_meta` (W3C `traceparent`), if valid. */
 export const fromMeta = (meta: unknown): Option.Option<Tracer.ExternalSpan> => {
-  if (!isRecord(meta) || typeof meta.traceparent !== "string") return Option.none()
+  if (!Predicate.isObject(meta) || typeof meta.traceparent !== "string") return Option.none()
   return HttpTraceContext.w3c({ traceparent: meta.traceparent.trim().toLowerCase() } as never)
 }
 
@@ -134,7 +131,7 @@ export const withMetaParent = (meta: unknown) => <A, E, R>(self: Effect.Effect<A
   const parent = fromMeta(meta)
   if (Option.isNone(parent)) return self
   const external = parent.value
-  const state = isRecord(meta) && typeof meta.tracestate === "string" && isValidTraceState(meta.tracestate) ?
+  const state = Predicate.isObject(meta) && typeof meta.tracestate === "string" && isValidTraceState(meta.tracestate) ?
     { traceId: external.traceId, value: meta.tracestate } :
     undefined
   return Effect.withFiber((fiber) => {

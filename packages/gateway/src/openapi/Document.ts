@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema } from "effect"
+import { Effect, Predicate, Schema } from "effect"
 
 // Loaded on the first import of a document, not at start-up: the two parsers are about 100 modules.
 // (`import()` of a module already loaded answers from Node's module map.)
@@ -43,8 +43,6 @@ export interface OpenApiDocument {
   /** The dereferenced document (it may contain cycles: read it with `boundSchema`). */
   readonly document: Readonly<Record<string, unknown>>
 }
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** Parses JSON (when it starts with `{`) or YAML. */
 export const parseText = (text: string): Effect.Effect<unknown, OpenApiError> =>
@@ -70,7 +68,9 @@ export const parseText = (text: string): Effect.Effect<unknown, OpenApiError> =>
 /** Checks the version and resolves internal `$ref`s. */
 export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiError> =>
   Effect.gen(function*() {
-    if (!isObject(value)) return yield* new OpenApiError({ message: "the document is not a JSON/YAML object" })
+    if (!Predicate.isObject(value)) {
+      return yield* new OpenApiError({ message: "the document is not a JSON/YAML object" })
+    }
     if (typeof value.swagger === "string") {
       return yield* new OpenApiError({
         message: `Swagger ${value.swagger} documents are not supported; convert it to OpenAPI 3 first`
@@ -83,7 +83,9 @@ export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiErro
         message: `"openapi" is ${JSON.stringify(value.openapi) ?? "missing"}; expected 3.0.x or 3.1.x`
       })
     }
-    if (!isObject(value.paths)) return yield* new OpenApiError({ message: "the document has no \"paths\" object" })
+    if (!Predicate.isObject(value.paths)) {
+      return yield* new OpenApiError({ message: "the document has no \"paths\" object" })
+    }
     const $RefParser = (yield* refParser).default
     const document = yield* Effect.tryPromise({
       try: () =>
@@ -99,7 +101,7 @@ export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiErro
           }`
         })
     })
-    const info = isObject(value.info) ? value.info : {}
+    const info = Predicate.isObject(value.info) ? value.info : {}
     return {
       version,
       openapi: openapi!,
@@ -159,7 +161,7 @@ export const boundSchema = (schema: unknown, version: "3.0" | "3.1"): Record<str
         continue
       }
       if (key === "properties" || key === "patternProperties" || key === "$defs" || key === "definitions") {
-        if (isObject(child)) {
+        if (Predicate.isObject(child)) {
           const props: Record<string, unknown> = {}
           for (const [name, sub] of Object.entries(child)) props[name] = copy(sub, depth + 1)
           out[key] = props
@@ -191,5 +193,5 @@ export const boundSchema = (schema: unknown, version: "3.0" | "3.1"): Record<str
     return out
   }
   const result = copy(schema, 0)
-  return isObject(result) ? result : {}
+  return Predicate.isObject(result) ? result : {}
 }

@@ -28,7 +28,7 @@
  * @since 0.1.0
  */
 import type { ArgumentLocation, Endpoint, HttpMethod } from "@janus/storage"
-import { Result } from "effect"
+import { Predicate, Result } from "effect"
 import { createHash } from "node:crypto"
 import { ownedHeaders } from "../tools/RestRequest.ts"
 import { boundSchema, type OpenApiDocument, OpenApiError } from "./Document.ts"
@@ -75,9 +75,6 @@ const methods = ["get", "put", "post", "delete", "options", "head", "patch"] as 
 const paramNamePattern = /^[A-Za-z0-9_.-]{1,64}$/
 const MAX_DESCRIPTION = 4096
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 const shortHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 8)
 
 const fitName = (name: string, seed: string): string =>
@@ -119,14 +116,14 @@ const baseUrlOf = (
   let raw = options.baseUrl
   if (raw === undefined) {
     const servers = Array.isArray(document.servers) ? document.servers : []
-    const first = servers.find(isObject)
+    const first = servers.find(Predicate.isObject)
     if (first === undefined || typeof first.url !== "string") {
       return fail("the document has no servers entry; give the base URL of the API")
     }
-    const variables = isObject(first.variables) ? first.variables : {}
+    const variables = Predicate.isObject(first.variables) ? first.variables : {}
     raw = first.url.replace(/\{([^{}]+)\}/g, (whole, name: string) => {
       const variable = variables[name]
-      return isObject(variable) && typeof variable.default === "string" ? variable.default : whole
+      return Predicate.isObject(variable) && typeof variable.default === "string" ? variable.default : whole
     })
   }
   let url: URL
@@ -152,11 +149,11 @@ interface Parameter {
 }
 
 const readParameters = (list: unknown): ReadonlyArray<Parameter> =>
-  (Array.isArray(list) ? list : []).filter(isObject).flatMap((p) => {
+  (Array.isArray(list) ? list : []).filter(Predicate.isObject).flatMap((p) => {
     if (typeof p.name !== "string" || typeof p.in !== "string") return []
     let schema = p.schema
-    if (schema === undefined && isObject(p.content)) {
-      const first = Object.values(p.content).find(isObject)
+    if (schema === undefined && Predicate.isObject(p.content)) {
+      const first = Object.values(p.content).find(Predicate.isObject)
       schema = first?.schema
     }
     return [{
@@ -183,11 +180,11 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
   const paths = document.paths as Readonly<Record<string, unknown>>
 
   for (const [path, item] of Object.entries(paths)) {
-    if (!isObject(item)) continue
+    if (!Predicate.isObject(item)) continue
     const pathParameters = readParameters(item.parameters)
     for (const method of methods) {
       const operation = item[method]
-      if (!isObject(operation)) continue
+      if (!Predicate.isObject(operation)) continue
       const upper = method.toUpperCase() as HttpMethod
       const skip = (reason: string) => skipped.push({ method: upper, path, reason })
       if (tags !== undefined) {
@@ -260,9 +257,9 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
           }
         }
       }
-      if (problem === undefined && isObject(operation.requestBody)) {
+      if (problem === undefined && Predicate.isObject(operation.requestBody)) {
         const body = operation.requestBody
-        const content = isObject(body.content) ? body.content : {}
+        const content = Predicate.isObject(body.content) ? body.content : {}
         const json = Object.entries(content).find(([type]) => jsonMediaType(type))
         if (json === undefined) {
           if (body.required === true) {
@@ -271,10 +268,10 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
             warnings.push(`${label}: the optional non-JSON request body was left out`)
           }
         } else {
-          const media = isObject(json[1]) ? json[1] : {}
+          const media = Predicate.isObject(json[1]) ? json[1] : {}
           const schema = boundSchema(media.schema ?? {}, doc.version)
           const bodyRequired = body.required === true
-          const bodyProps = isObject(schema.properties) ? schema.properties : undefined
+          const bodyProps = Predicate.isObject(schema.properties) ? schema.properties : undefined
           const isPlainObject = (schema.type === "object" || (schema.type === undefined && bodyProps !== undefined)) &&
             bodyProps !== undefined && Object.keys(bodyProps).length > 0 &&
             schema.allOf === undefined && schema.oneOf === undefined && schema.anyOf === undefined
@@ -340,7 +337,7 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
 /** JSON with object keys sorted, so equal values compare equal whatever their key order (JSONB reorders). */
 export const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) =>
-    isObject(v)
+    Predicate.isObject(v)
       ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
       : v)
 

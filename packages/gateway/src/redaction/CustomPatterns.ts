@@ -118,15 +118,17 @@ export const backtrackingConstruct = (pattern: string): string | undefined => {
 }
 
 // Instruction opcodes of the re2js 2.10 program (src/Inst.js).
-const ALT = 1
-const ALT_MATCH = 2
-const CAPTURE = 3
-const EMPTY_WIDTH = 4
-const FAIL = 5
-const MATCH = 6
-const NOP = 7
-const RUNE_FIRST = 8
-const RUNE_LAST = 11
+const Op = {
+  ALT: 1,
+  ALT_MATCH: 2,
+  CAPTURE: 3,
+  EMPTY_WIDTH: 4,
+  FAIL: 5,
+  MATCH: 6,
+  NOP: 7,
+  RUNE_FIRST: 8,
+  RUNE_LAST: 11
+} as const
 
 interface Inst {
   readonly op: number
@@ -147,18 +149,18 @@ export const matchLengths = (re: RE2JS): { readonly min: number; readonly max: n
     const i = inst[pc]
     if (i === undefined) return undefined
     switch (i.op) {
-      case ALT:
-      case ALT_MATCH:
+      case Op.ALT:
+      case Op.ALT_MATCH:
         return [i.out, i.arg]
-      case CAPTURE:
-      case EMPTY_WIDTH:
-      case NOP:
+      case Op.CAPTURE:
+      case Op.EMPTY_WIDTH:
+      case Op.NOP:
         return [i.out]
-      case MATCH:
-      case FAIL:
+      case Op.MATCH:
+      case Op.FAIL:
         return []
       default:
-        return i.op >= RUNE_FIRST && i.op <= RUNE_LAST ? [i.out] : undefined
+        return i.op >= Op.RUNE_FIRST && i.op <= Op.RUNE_LAST ? [i.out] : undefined
     }
   }
   // Iterative depth-first search: a loop means an unbounded match; post-order
@@ -186,8 +188,8 @@ export const matchLengths = (re: RE2JS): { readonly min: number; readonly max: n
       continue
     }
     const op = inst[pc]!.op
-    const weight = op >= RUNE_FIRST && op <= RUNE_LAST ? 1 : 0
-    if (op === MATCH) {
+    const weight = op >= Op.RUNE_FIRST && op <= Op.RUNE_LAST ? 1 : 0
+    if (op === Op.MATCH) {
       min[pc] = 0
       max[pc] = 0
     } else {

@@ -33,7 +33,7 @@
  * @since 0.1.0
  */
 import type { Endpoint } from "@janus/storage"
-import { Result, Schema } from "effect"
+import { Predicate, Result, Schema } from "effect"
 import { pathText } from "./RestValidation.ts"
 
 /** The arguments of a call do not fit the endpoint. */
@@ -111,9 +111,6 @@ export const plan = (endpoint: Endpoint): RestPlan => {
   }
 }
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 const composed = ["allOf", "anyOf", "oneOf"] as const
 const conditional = ["if", "then", "else"] as const
 
@@ -130,11 +127,11 @@ export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (n
   const seen = new Set<unknown>()
   let describesArguments = false
   const visit = (node: unknown) => {
-    if (!isObject(node) || seen.has(node)) return
+    if (!Predicate.isObject(node) || seen.has(node)) return
     seen.add(node)
     if (node.properties !== undefined || node.patternProperties !== undefined) describesArguments = true
-    if (isObject(node.properties)) { for (const name of Object.keys(node.properties)) names.add(name) }
-    if (isObject(node.patternProperties)) {
+    if (Predicate.isObject(node.properties)) { for (const name of Object.keys(node.properties)) names.add(name) }
+    if (Predicate.isObject(node.patternProperties)) {
       for (const pattern of Object.keys(node.patternProperties)) {
         try {
           patterns.push(new RegExp(pattern, "u"))
@@ -160,7 +157,7 @@ const localRef = (root: Readonly<Record<string, unknown>>, ref: string): unknown
   let node: unknown = root
   for (const raw of ref.slice(2).split("/")) {
     const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~")
-    if (!isObject(node)) return undefined
+    if (!Predicate.isObject(node)) return undefined
     node = node[key]
   }
   return node

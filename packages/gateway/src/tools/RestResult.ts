@@ -18,6 +18,7 @@
  *
  * @since 0.1.0
  */
+import { Predicate } from "effect"
 
 /** At most this many characters of a downstream error body reach the client. */
 export const MAX_ERROR_BODY = 2_048
@@ -50,9 +51,7 @@ export const fromResponse = (response: {
   if (isJson(response.contentType) && response.body !== "") {
     try {
       const value: unknown = JSON.parse(response.body)
-      const structuredContent = typeof value === "object" && value !== null && !Array.isArray(value)
-        ? value as Record<string, unknown>
-        : { result: value }
+      const structuredContent = Predicate.isObject(value) ? value : { result: value }
       return { content: [{ type: "text", text: response.body }], structuredContent }
     } catch {
       // A body labelled JSON that is not JSON is still worth showing as text.

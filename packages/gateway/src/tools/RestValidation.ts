@@ -31,7 +31,7 @@
  */
 import { type Endpoint, Validation } from "@janus/storage"
 import type { ErrorObject, ValidateFunction } from "ajv"
-import { Data, Effect } from "effect"
+import { Data, Effect, Predicate } from "effect"
 import { describeValue } from "../mcp/JsonRpc.ts"
 
 /** Violations named in one answer at most; the rest are counted. */
@@ -199,9 +199,6 @@ const listed = (values: ReadonlyArray<unknown>): string => {
 
 const codePoints = (value: unknown): number => typeof value === "string" ? [...value].length : 0
 
-const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** One violation in words: the path, what was expected, and what was given. */
 const describeError = (root: string, error: ErrorObject): string => {
   const segments = pointerSegments(error.instancePath)
@@ -215,7 +212,7 @@ const describeError = (root: string, error: ErrorObject): string => {
       return `${pathText(root, [...segments, String(params.missingProperty)])} is required but missing`
     case "additionalProperties": {
       const name = String(params.additionalProperty)
-      const properties = isObject(error.parentSchema) && isObject(error.parentSchema.properties) ?
+      const properties = Predicate.isObject(error.parentSchema) && Predicate.isObject(error.parentSchema.properties) ?
         Object.keys(error.parentSchema.properties) :
         []
       const what = segments.length === 0 && root === "arguments"

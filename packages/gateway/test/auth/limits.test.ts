@@ -8,11 +8,12 @@ import * as StorageTesting from "@janus/storage/testing"
 import { Duration, Effect, Metric, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { AuthHeaders, Limits } from "../../src/auth/index.ts"
+import * as Metrics from "../../src/observability/Metrics.ts"
 import { admission, admitted, count, refusal, request, unique } from "./support.ts"
 
-const refusedIp = Metric.withAttributes(Limits.refused, { tier: "ip" })
-const refusedIdentity = Metric.withAttributes(Limits.refused, { tier: "identity" })
-const refusedFailures = Metric.withAttributes(Limits.refused, { tier: "auth_failure" })
+const refusedIp = Metric.withAttributes(Metrics.limiterRefused, { tier: "ip" })
+const refusedIdentity = Metric.withAttributes(Metrics.limiterRefused, { tier: "identity" })
+const refusedFailures = Metric.withAttributes(Metrics.limiterRefused, { tier: "auth_failure" })
 
 const token = Effect.map(
   ClientTokens.use((t) => t.create({ name: unique("client") })),

@@ -11,7 +11,7 @@ import * as StorageTesting from "@janus/storage/testing"
 import { Context, Duration, Effect, Layer, Logger, Metric, Redacted } from "effect"
 import { Redis } from "effect/persistence"
 import * as Net from "node:net"
-import { Limits } from "../../src/auth/index.ts"
+import * as Metrics from "../../src/observability/Metrics.ts"
 import { admission, admitted, count, refusal, request, unique } from "./support.ts"
 
 const redis = await StorageTesting.requireRedis()
@@ -79,7 +79,7 @@ const captureLogs = (lines: Array<string>) =>
 
 const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
-const fallbackIp = Metric.withAttributes(Limits.fallback, { tier: "ip" })
+const fallbackIp = Metric.withAttributes(Metrics.limiterFallback, { tier: "ip" })
 
 describe.skipIf(!redis)("Admission limits on Redis", () => {
   layer(StorageTesting.layerMemory(), { timeout: "60 seconds", excludeTestServices: true })((it) => {

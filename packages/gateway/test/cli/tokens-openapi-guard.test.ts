@@ -32,9 +32,14 @@ describe.concurrent("janus token, openapi import and key rotate", () => {
       "--json"
     ], env)
     assert.strictEqual(created.code, 0, created.stderr)
-    const token = JSON.parse(created.stdout) as { token: string; id: string; tools: Array<string>; expiresAt: string }
+    const token = JSON.parse(created.stdout) as {
+      token: string
+      id: string
+      allowedTools: Array<string>
+      expiresAt: string
+    }
     assert.match(token.token, /^jns_/)
-    assert.deepStrictEqual(token.tools, ["get_user", "search"])
+    assert.deepStrictEqual(token.allowedTools, ["get_user", "search"])
     assert.isTrue(new Date(token.expiresAt).getTime() > Date.now() + 29 * 86_400_000)
 
     r = await janus(["token", "list"], env)

@@ -5,7 +5,7 @@ import { parseBreakers } from "../breakers.ts"
 import { useSecretNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
-import { CardForm, ErrorBox, NAME_RULE, Page, SelectField, TextField, useAction } from "../ui.tsx"
+import { CardForm, ErrorBox, NAME_RULE, Page, SelectField, TextField, useAction, useDraft } from "../ui.tsx"
 
 interface Draft {
   kind: string
@@ -127,12 +127,9 @@ const bodyOf = (d: Draft) => {
 }
 
 const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => void }) => {
-  const [d, setD] = useState(props.initial)
   const action = useSave("connections", props.editing)
   const secrets = useSecretNames()
-  const set = (k: keyof Draft) => (v: string) => setD({ ...d, [k]: v })
-  const fieldError = (path: string) =>
-    (action.error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
+  const { d, set, fieldError, bind } = useDraft(props.initial, action.error)
   const submit = async (e: Event) => {
     e.preventDefault()
     if (await action.save(() => bodyOf(d))) props.onDone()
@@ -158,11 +155,9 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
       />
       <TextField
         label="Name"
-        value={d.name}
-        onInput={set("name")}
+        {...bind("name")}
         required
         hint={NAME_RULE}
-        error={fieldError("name")}
       />
       {d.kind === "mcp" && (
         <SelectField
@@ -181,51 +176,41 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
           <>
             <TextField
               label="Command"
-              value={d.command}
-              onInput={set("command")}
+              {...bind("command")}
               required
               hint="An executable on the gateway's PATH or an absolute path, allowed by JANUS_STDIO_COMMANDS"
-              error={fieldError("command")}
             />
             <TextField
               label="Arguments"
-              value={d.args}
-              onInput={set("args")}
+              {...bind("args")}
               multiline
               rows={3}
               hint="One per line"
-              error={fieldError("args")}
             />
             <TextField
               label="Environment"
-              value={d.env}
-              onInput={set("env")}
+              {...bind("env")}
               multiline
               rows={3}
               hint="KEY=VALUE per line; KEY=secret:NAME passes the value of secret NAME"
-              error={fieldError("env")}
             />
-            <TextField label="Working directory" value={d.cwd} onInput={set("cwd")} error={fieldError("cwd")} />
+            <TextField label="Working directory" {...bind("cwd")} />
           </>
         )
         : (
           <TextField
             label={d.kind === "rest" ? "Base URL" : "MCP server URL"}
-            value={d.url}
-            onInput={set("url")}
+            {...bind("url", d.kind === "rest" ? "baseUrl" : "url")}
             required
             type="url"
-            error={fieldError(d.kind === "rest" ? "baseUrl" : "url")}
           />
         )}
       {d.kind === "mcp" && (
         <TextField
           label="Poll interval (ms)"
-          value={d.pollIntervalMs}
-          onInput={set("pollIntervalMs")}
+          {...bind("pollIntervalMs")}
           type="number"
           hint="How often lists are fetched again while the server offers no working change notifications"
-          error={fieldError("pollIntervalMs")}
         />
       )}
       {d.kind === "mcp" && (
@@ -244,11 +229,9 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
       {d.kind === "mcp" && d.prefixMode === "custom" && (
         <TextField
           label="Tool prefix"
-          value={d.prefix}
-          onInput={set("prefix")}
+          {...bind("prefix", "toolPrefix")}
           required
           hint="Put before each upstream tool's name, e.g. gh_ or github."
-          error={fieldError("toolPrefix")}
         />
       )}
       <TextField label="Description" value={d.description} onInput={set("description")} />
@@ -278,17 +261,13 @@ const ConnectionForm = (props: { initial: Draft; editing?: any; onDone: () => vo
       {d.scheme === "basic" && <TextField label="Username" value={d.username} onInput={set("username")} />}
       <TextField
         label="Timeout (ms)"
-        value={d.timeoutMs}
-        onInput={set("timeoutMs")}
+        {...bind("timeoutMs")}
         type="number"
-        error={fieldError("timeoutMs")}
       />
       <TextField
         label="Egress allow-list"
-        value={d.egress}
-        onInput={set("egress")}
+        {...bind("egress", "egressAllowList")}
         hint="Hosts, .suffixes or CIDRs, comma separated; empty uses the global policy"
-        error={fieldError("egressAllowList")}
       />
     </CardForm>
   )

@@ -94,6 +94,11 @@ export const Tokens = () => {
     )
   const revokeButton = (kind: string, t: any) =>
     t.revokedAt === null && <RowButton verb="Revoke" name={t.name} class="danger" onClick={() => revoke(kind, t)} />
+  // what a client token is limited to: label, choices, chosen, setter, what none chosen means, test id
+  const scopes = [
+    ["Allowed tools", toolNames, tools, setTools, "tool", "token-tools"],
+    ["Allowed virtual servers", serverNames, servers, setServers, "virtual server", "token-servers"]
+  ] as const
   return (
     <Page title="Tokens">
       {shown !== undefined && <ShownOnce token={shown} onClose={() => setShown(undefined)} />}
@@ -110,22 +115,17 @@ export const Tokens = () => {
           required
           hint="Any text up to 128 characters; shown in the audit log"
         />
-        <MultiPick
-          label="Allowed tools"
-          options={toolNames}
-          value={tools}
-          onChange={setTools}
-          hint="None chosen: every tool"
-          testId="token-tools"
-        />
-        <MultiPick
-          label="Allowed virtual servers"
-          options={serverNames}
-          value={servers}
-          onChange={setServers}
-          hint="None chosen: every virtual server"
-          testId="token-servers"
-        />
+        {scopes.map(([label, options, value, onChange, every, testId]) => (
+          <MultiPick
+            key={testId}
+            label={label}
+            options={options}
+            value={value}
+            onChange={onChange}
+            hint={`None chosen: every ${every}`}
+            testId={testId}
+          />
+        ))}
         <TextField
           label="Expires at"
           value={expires}

@@ -11,7 +11,7 @@ import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts
 import { useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
 import { TokenChooser } from "../tryToken.tsx"
-import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, useAction } from "../ui.tsx"
+import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, useAction, useDraft } from "../ui.tsx"
 
 const CLIENT_TOKEN_KEY = "janus.studio.clientToken"
 
@@ -19,11 +19,8 @@ const EndpointForm = (
   props: { connections: Array<any>; initial: EndpointDraft; editing?: any; onDone: () => void }
 ) => {
   const rest = props.connections.filter((c) => c.kind === "rest")
-  const [d, setD] = useState(props.initial)
   const action = useSave("endpoints", props.editing)
-  const set = (k: keyof EndpointDraft) => (v: string) => setD({ ...d, [k]: v })
-  const fieldError = (path: string) =>
-    (action.error as any)?.fields?.find((f: any) => f.path === path || f.path.startsWith(`${path}.`))?.message
+  const { d, set, bind } = useDraft(props.initial, action.error)
   const submit = async (e: Event) => {
     e.preventDefault()
     if (await action.save(() => endpointBody(d, props.editing))) props.onDone()
@@ -49,7 +46,7 @@ const EndpointForm = (
         options={rest.map((c) => [c.id, c.name] as const)}
         onChange={set("connectionId")}
       />
-      <TextField label="Tool name" value={d.name} onInput={set("name")} required error={fieldError("name")} />
+      <TextField label="Tool name" {...bind("name")} required />
       <SelectField
         label="Method"
         value={d.method}
@@ -58,28 +55,22 @@ const EndpointForm = (
       />
       <TextField
         label="Path template"
-        value={d.pathTemplate}
-        onInput={set("pathTemplate")}
+        {...bind("pathTemplate")}
         required
         hint="e.g. /pets/{id}"
-        error={fieldError("pathTemplate")}
       />
       <TextField label="Description" value={d.description} onInput={set("description")} />
       <TextField
         label="Input schema (JSON Schema)"
-        value={d.schema}
-        onInput={set("schema")}
+        {...bind("schema", "inputSchema")}
         multiline
-        error={fieldError("inputSchema")}
       />
       <TextField
         label="Argument locations (JSON)"
-        value={d.args}
-        onInput={set("args")}
+        {...bind("args", "arguments")}
         multiline
         rows={3}
         hint={"e.g. {\"id\": \"path\", \"q\": \"query\"}; others go to the query (GET) or the body"}
-        error={fieldError("arguments")}
       />
     </CardForm>
   )

@@ -6,14 +6,13 @@ import { MultiPick, useToolNames } from "../pickers.tsx"
 import { McpEndpoint } from "../snippets.tsx"
 import { useResource } from "../store.ts"
 import { confirmedDelete, DataTable, RowButton, useSave } from "../tables.tsx"
-import { CardForm, ErrorBox, NAME_RULE, Page, TextField, useAction } from "../ui.tsx"
+import { CardForm, ErrorBox, NAME_RULE, Page, TextField, useAction, useDraft } from "../ui.tsx"
 
 /** The create form, always on the page; an edit takes its place until saved or cancelled. */
 const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => void }) => {
-  const [d, setD] = useState(props.initial)
   const action = useSave("virtual-servers", props.editing)
   const tools = useToolNames()
-  const set = (k: keyof ServerDraft) => (v: string) => setD({ ...d, [k]: v })
+  const { d, set } = useDraft(props.initial, action.error)
   const submit = async (e: Event) => {
     e.preventDefault()
     if (await action.save(() => serverBody(d, props.editing))) props.onDone()
@@ -45,7 +44,7 @@ const ServerForm = (props: { initial: ServerDraft; editing?: any; onDone: () => 
         label="Tools"
         options={tools}
         value={d.tools.split(",").map((t) => t.trim()).filter((t) => t !== "")}
-        onChange={(v) => setD({ ...d, tools: v.join(", ") })}
+        onChange={(v) => set("tools")(v.join(", "))}
         hint="Endpoints, or every tool of an upstream MCP server (<connection>/*)"
         testId="server-tools"
       />

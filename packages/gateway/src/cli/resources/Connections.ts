@@ -26,7 +26,20 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Egress from "../../egress/index.ts"
 import { handled, json, printJson, progress, splitList } from "../Support.ts"
-import { checkHttpUrl, fail, stored, withStorage } from "./Resource.ts"
+import { checkHttpUrl, fail, optional, stored, withStorage } from "./Resource.ts"
+
+/** The connections, once none is named `name` (names are unique). */
+const unusedName = (name: string) =>
+  Effect.gen(function*() {
+    const connections = yield* Connections
+    if (Option.isSome(yield* connections.findByName(name))) {
+      return yield* fail(
+        `a connection named ${name} already exists`,
+        `choose another name, or remove it first with \`janus connection remove ${name}\``
+      )
+    }
+    return connections
+  })
 
 /** `connection add NAME --stdio [--env K=V] [--env-secret K=SECRET] [--cwd DIR] -- PROGRAM ARGS`. */
 const addStdio = (input: {
@@ -69,13 +82,7 @@ const addStdio = (input: {
     const env: Record<string, string | { readonly secret: string }> = { ...Option.getOrElse(input.env, () => ({})) }
     for (const [key, secret] of Object.entries(Option.getOrElse(input.envSecret, () => ({})))) env[key] = { secret }
     return yield* stored(Effect.gen(function*() {
-      const connections = yield* Connections
-      if (Option.isSome(yield* connections.findByName(input.name))) {
-        return yield* fail(
-          `a connection named ${input.name} already exists`,
-          `choose another name, or remove it first with \`janus connection remove ${input.name}\``
-        )
-      }
+      const connections = yield* unusedName(input.name)
       const created = yield* connections.create({
         kind: "mcp",
         transport: "stdio",
@@ -98,19 +105,17 @@ const addStdio = (input: {
 
 const connectionAdd = Command.make("add", {
   name: Argument.String("name").pipe(Argument.withDescription("Connection name (letters, digits, _ . -)")),
-  baseUrl: Flag.String("base-url").pipe(
-    Flag.withDescription("A REST API's base URL, e.g. https://api.example.com (its endpoints become tools)"),
-    Flag.optional
+  baseUrl: optional(
+    Flag.String("base-url"),
+    "A REST API's base URL, e.g. https://api.example.com (its endpoints become tools)"
   ),
-  mcpUrl: Flag.String("mcp-url").pipe(
-    Flag.withDescription(
-      "An upstream MCP server's endpoint, e.g. https://mcp.example.com/mcp (its tools are federated)"
-    ),
-    Flag.optional
+  mcpUrl: optional(
+    Flag.String("mcp-url"),
+    "An upstream MCP server's endpoint, e.g. https://mcp.example.com/mcp (its tools are federated)"
   ),
-  transport: Flag.Literals("transport", ["streamable-http", "sse"]).pipe(
-    Flag.withDescription("With --mcp-url: the upstream's transport"),
-    Flag.optional
+  transport: optional(
+    Flag.Literals("transport", ["streamable-http", "sse"]),
+    "With --mcp-url: the upstream's transport"
   ),
   stdio: Flag.Boolean("stdio").pipe(
     Flag.withDescription(
@@ -118,45 +123,43 @@ const connectionAdd = Command.make("add", {
     ),
     Flag.withDefault(false)
   ),
-  env: Flag.KeyValuePair("env").pipe(
-    Flag.withDescription("With --stdio: an environment variable of the program, KEY=VALUE (repeatable)"),
-    Flag.optional
+  env: optional(
+    Flag.KeyValuePair("env"),
+    "With --stdio: an environment variable of the program, KEY=VALUE (repeatable)"
   ),
-  envSecret: Flag.KeyValuePair("env-secret").pipe(
-    Flag.withDescription("With --stdio: an environment variable whose value is a secret, KEY=SECRET_NAME (repeatable)"),
-    Flag.optional
+  envSecret: optional(
+    Flag.KeyValuePair("env-secret"),
+    "With --stdio: an environment variable whose value is a secret, KEY=SECRET_NAME (repeatable)"
   ),
-  cwd: Flag.String("cwd").pipe(Flag.withDescription("With --stdio: the program's working directory"), Flag.optional),
-  pollInterval: Flag.Int("poll-interval").pipe(
-    Flag.withDescription("MCP connections: ms between list fetches while the upstream offers no change channel"),
-    Flag.optional
+  cwd: optional(Flag.String("cwd"), "With --stdio: the program's working directory"),
+  pollInterval: optional(
+    Flag.Int("poll-interval"),
+    "MCP connections: ms between list fetches while the upstream offers no change channel"
   ),
   program: Argument.String("program").pipe(
     Argument.withDescription("With --stdio, after --: the program and its arguments"),
     Argument.variadic()
   ),
-  toolPrefix: Flag.String("tool-prefix").pipe(
-    Flag.withDescription("With --mcp-url: put in front of every upstream tool name (default NAME/; \"\" for none)"),
-    Flag.optional
+  toolPrefix: optional(
+    Flag.String("tool-prefix"),
+    "With --mcp-url: put in front of every upstream tool name (default NAME/; \"\" for none)"
   ),
   auth: Flag.Literals("auth", ["none", "bearer", "header", "basic", "oauth"]).pipe(
     Flag.withDescription("How Janus authenticates to the API or server (oauth: client credentials, --mcp-url only)"),
     Flag.withDefault("none")
   ),
-  secret: Flag.String("secret").pipe(
-    Flag.withDescription("Name of the secret holding the credential or client secret (`janus secret set NAME`)"),
-    Flag.optional
+  secret: optional(
+    Flag.String("secret"),
+    "Name of the secret holding the credential or client secret (`janus secret set NAME`)"
   ),
-  header: Flag.String("header").pipe(Flag.withDescription("Header name for --auth header"), Flag.optional),
-  username: Flag.String("username").pipe(Flag.withDescription("User name for --auth basic"), Flag.optional),
-  tokenUrl: Flag.String("token-url").pipe(Flag.withDescription("Token endpoint for --auth oauth"), Flag.optional),
-  clientId: Flag.String("client-id").pipe(Flag.withDescription("Client id for --auth oauth"), Flag.optional),
-  scope: Flag.String("scope").pipe(Flag.withDescription("Scope to ask for with --auth oauth"), Flag.optional),
-  allow: Flag.String("allow").pipe(
-    Flag.withDescription(
-      "Egress allow-list (private addresses): comma-separated IP addresses, CIDRs, hosts or .suffixes, each with an optional :port"
-    ),
-    Flag.optional
+  header: optional(Flag.String("header"), "Header name for --auth header"),
+  username: optional(Flag.String("username"), "User name for --auth basic"),
+  tokenUrl: optional(Flag.String("token-url"), "Token endpoint for --auth oauth"),
+  clientId: optional(Flag.String("client-id"), "Client id for --auth oauth"),
+  scope: optional(Flag.String("scope"), "Scope to ask for with --auth oauth"),
+  allow: optional(
+    Flag.String("allow"),
+    "Egress allow-list (private addresses): comma-separated IP addresses, CIDRs, hosts or .suffixes, each with an optional :port"
   ),
   description: Flag.String("description").pipe(Flag.withDefault("")),
   json
@@ -239,13 +242,7 @@ const connectionAdd = Command.make("add", {
       }
     }
     return yield* stored(Effect.gen(function*() {
-      const connections = yield* Connections
-      if (Option.isSome(yield* connections.findByName(input.name))) {
-        return yield* fail(
-          `a connection named ${input.name} already exists`,
-          `choose another name, or remove it first with \`janus connection remove ${input.name}\``
-        )
-      }
+      const connections = yield* unusedName(input.name)
       const common = { name: input.name, description: input.description, egressAllowList: Option.getOrNull(allow) }
       const created = yield* connections.create(
         mcp ?

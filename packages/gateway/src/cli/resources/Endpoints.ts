@@ -19,7 +19,7 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Fs from "node:fs/promises"
 import { CliFailure, handled, json, printJson } from "../Support.ts"
-import { fail, stored } from "./Resource.ts"
+import { fail, optional, stored } from "./Resource.ts"
 
 const locations = ["path", "query", "header", "body"] as const
 
@@ -53,10 +53,7 @@ const endpointAdd = Command.make("add", {
     Flag.withDescription("An argument and where it goes: NAME=path|query|header|body (repeatable)"),
     Flag.atLeast(0)
   ),
-  schema: Flag.String("schema").pipe(
-    Flag.withDescription("Input JSON Schema (JSON text, or @file.json); default: string arguments"),
-    Flag.optional
-  ),
+  schema: optional(Flag.String("schema"), "Input JSON Schema (JSON text, or @file.json); default: string arguments"),
   description: Flag.String("description").pipe(Flag.withDefault("")),
   json
 }, (input) =>

@@ -22,16 +22,13 @@ import * as Fs from "node:fs/promises"
 import * as Egress from "../../egress/index.ts"
 import { OpenApiImporter } from "../../openapi/index.ts"
 import { CliFailure, handled, json, printJson, progress } from "../Support.ts"
-import { checkHttpUrl, stored } from "./Resource.ts"
+import { checkHttpUrl, optional, stored } from "./Resource.ts"
 
 const openapiImport = Command.make("import", {
   source: Argument.String("file-or-url").pipe(Argument.withDescription("OpenAPI 3.0/3.1 document: a path or URL")),
   connection: Flag.String("connection").pipe(Flag.withDescription("Rest connection to create or update")),
-  baseUrl: Flag.String("base-url").pipe(
-    Flag.withDescription("Override the document's servers"),
-    Flag.optional
-  ),
-  prefix: Flag.String("prefix").pipe(Flag.withDescription("Put in front of every endpoint name"), Flag.optional),
+  baseUrl: optional(Flag.String("base-url"), "Override the document's servers"),
+  prefix: optional(Flag.String("prefix"), "Put in front of every endpoint name"),
   dryRun: Flag.Boolean("dry-run").pipe(
     Flag.withDescription("Show what would change; write nothing"),
     Flag.withDefault(false)

@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
+import { Flag } from "effect/cli"
 import { asCli, CliStorage } from "../AuditedStorage.ts"
 import { CliFailure, guardEmbedded, handled } from "../Support.ts"
 
@@ -27,6 +28,10 @@ export const stored = <A, E, R>(body: Effect.Effect<A, E, R>) =>
 
 /** {@link stored}, with failures printed (for commands that check nothing before storage). */
 export const withStorage = <A, E, R>(body: Effect.Effect<A, E, R>) => handled(stored(body))
+
+/** `flag`, optional, with what it is for (`--help`). */
+export const optional = <A>(flag: Flag.Flag<A>, description: string) =>
+  flag.pipe(Flag.withDescription(description), Flag.optional)
 
 /** Fails the command with what was wrong and how to fix it. */
 export const fail = (message: string, fix: string) => Effect.fail(new CliFailure({ message, fix }))

@@ -17,14 +17,11 @@ import { Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Fs from "node:fs/promises"
 import { CliFailure, handled, json, printJson, readStdin } from "../Support.ts"
-import { fail, stored } from "./Resource.ts"
+import { fail, optional, stored } from "./Resource.ts"
 
 const secretSet = Command.make("set", {
   name: Argument.String("name").pipe(Argument.withDescription("Secret name (letters, digits, _ . -)")),
-  valueFile: Flag.String("value-file").pipe(
-    Flag.withDescription("Read the value from this file (default: stdin)"),
-    Flag.optional
-  ),
+  valueFile: optional(Flag.String("value-file"), "Read the value from this file (default: stdin)"),
   json
 }, (input) =>
   handled(Effect.gen(function*() {

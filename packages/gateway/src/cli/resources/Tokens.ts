@@ -12,16 +12,18 @@
  *   every virtual server).
  * - `token revoke` takes an id, or a name when exactly one active token has
  *   it.
- * - `--json` prints machine-readable output on stdout; progress and notes go
- *   to stderr.
+ * - `--json` prints machine-readable output on stdout, a token in the admin
+ *   API's representation (`admin/TokenJson.ts`); progress and notes go to
+ *   stderr.
  *
  * @since 0.1.0
  */
 import { ClientTokens } from "@janus/storage"
 import { Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { presentClientToken } from "../../admin/TokenJson.ts"
 import { handled, json, printJson, splitList } from "../Support.ts"
-import { fail, stored, withStorage } from "./Resource.ts"
+import { fail, optional, stored, withStorage } from "./Resource.ts"
 
 /** `30d`, `12h`, `45m` from now, or an ISO-8601 date/time. */
 export const parseExpires = (raw: string, now: Date): Date | undefined => {
@@ -35,41 +37,16 @@ export const parseExpires = (raw: string, now: Date): Date | undefined => {
   return Number.isNaN(date.getTime()) ? undefined : date
 }
 
-const tokenView = (t: {
-  id: string
-  name: string
-  prefix: string
-  allowedTools: ReadonlyArray<string> | null
-  allowedVirtualServers: ReadonlyArray<string> | null
-  expiresAt: Date | null
-  revokedAt: Date | null
-  lastUsedAt: Date | null
-  createdAt: Date
-}) => ({
-  id: t.id,
-  name: t.name,
-  prefix: t.prefix,
-  tools: t.allowedTools,
-  servers: t.allowedVirtualServers,
-  expiresAt: t.expiresAt?.toISOString() ?? null,
-  revokedAt: t.revokedAt?.toISOString() ?? null,
-  lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
-  createdAt: t.createdAt.toISOString()
-})
-
 const tokenCreate = Command.make("create", {
   name: Argument.String("name").pipe(Argument.withDescription("A name for the token (who or what uses it)")),
-  tools: Flag.String("tools").pipe(
-    Flag.withDescription("Comma-separated tool names the token may call (default: every tool)"),
-    Flag.optional
+  tools: optional(Flag.String("tools"), "Comma-separated tool names the token may call (default: every tool)"),
+  servers: optional(
+    Flag.String("servers"),
+    "Comma-separated virtual servers the token may use (default: every server)"
   ),
-  servers: Flag.String("servers").pipe(
-    Flag.withDescription("Comma-separated virtual servers the token may use (default: every server)"),
-    Flag.optional
-  ),
-  expires: Flag.String("expires").pipe(
-    Flag.withDescription("Expiry: 30d, 12h, 45m from now, or an ISO date such as 2027-01-31 (default: never)"),
-    Flag.optional
+  expires: optional(
+    Flag.String("expires"),
+    "Expiry: 30d, 12h, 45m from now, or an ISO date such as 2027-01-31 (default: never)"
   ),
   json
 }, (input) =>
@@ -97,7 +74,7 @@ const tokenCreate = Command.make("create", {
         expiresAt
       })
       const plaintext = Redacted.value(created.plaintext)
-      if (input.json) return yield* printJson({ ...tokenView(created.token), token: plaintext })
+      if (input.json) return yield* printJson({ ...presentClientToken(created.token, now), token: plaintext })
       yield* Console.log(`Created client token ${created.token.name} (id ${created.token.id})`)
       yield* Console.log("Token (shown once; store it now, it cannot be shown again):")
       yield* Console.log(`  ${plaintext}`)
@@ -107,9 +84,9 @@ const tokenCreate = Command.make("create", {
 const tokenList = Command.make("list", { json }, (input) =>
   withStorage(Effect.gen(function*() {
     const tokens = yield* (yield* ClientTokens).list
-    if (input.json) return yield* printJson(tokens.map(tokenView))
-    if (tokens.length === 0) return yield* Console.log("No client tokens. Create one with `janus token create NAME`.")
     const now = new Date()
+    if (input.json) return yield* printJson(tokens.map((t) => presentClientToken(t, now)))
+    if (tokens.length === 0) return yield* Console.log("No client tokens. Create one with `janus token create NAME`.")
     for (const t of tokens) {
       const state = t.revokedAt ? "revoked" : t.isActiveAt(now) ? "active" : "expired"
       yield* Console.log(
@@ -141,7 +118,7 @@ const tokenRevoke = Command.make("revoke", {
       return yield* fail(`no client token has the id or name ${JSON.stringify(input.token)}`, "see `janus token list`")
     }
     const revoked = yield* tokens.revoke(target.id)
-    if (input.json) return yield* printJson(tokenView(revoked))
+    if (input.json) return yield* printJson(presentClientToken(revoked, new Date()))
     yield* Console.log(`Revoked client token ${revoked.name} (id ${revoked.id})`)
   }))).pipe(Command.withDescription("Revoke a client token"))
 
