@@ -48,7 +48,7 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
   const wrong = (path: string, message: string) => fields.push({ path, message })
   for (const [at, known] of Object.entries(KNOWN)) {
     const object = at === "" ? body : body[at]
-    if (!Predicate.isObject(object)) continue
+    if (!Predicate.isReadonlyObject(object)) continue
     for (const key of Object.keys(object)) {
       if (!(known as ReadonlyArray<string>).includes(key)) {
         wrong(at === "" ? key : `${at}.${key}`, `Expected ${Validation.unknownFieldExpected(key, known)}`)
@@ -56,17 +56,17 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
     }
   }
   const { connection, options, source } = body
-  if (!Predicate.isObject(source)) wrong("source", "Expected an object: { text } or { url }")
+  if (!Predicate.isReadonlyObject(source)) wrong("source", "Expected an object: { text } or { url }")
   else if (typeof source.text === "string" === (typeof source.url === "string")) {
     wrong("source", "Expected exactly one of text (the document) or url (where to fetch it), as a string")
   }
-  if (!Predicate.isObject(connection)) wrong("connection", "Expected an object with at least a name")
+  if (!Predicate.isReadonlyObject(connection)) wrong("connection", "Expected an object with at least a name")
   else {
     if (typeof connection.name !== "string") wrong("connection.name", "Expected a string")
     if (connection.description !== undefined && typeof connection.description !== "string") {
       wrong("connection.description", "Expected a string")
     }
-    if (connection.auth !== undefined && !Predicate.isObject(connection.auth)) {
+    if (connection.auth !== undefined && !Predicate.isReadonlyObject(connection.auth)) {
       wrong("connection.auth", "Expected an object, e.g. { scheme: \"bearer\", secret: \"<secret name>\" }")
     } else if (connection.auth !== undefined) {
       const decoded = decodeAuth(connection.auth)
@@ -87,14 +87,14 @@ export const decodeRequest = (body: JsonObject): Effect.Effect<ImportRequest, Pr
       wrong("connection.timeoutMs", "Expected a number of milliseconds")
     }
   }
-  if (options !== undefined && !Predicate.isObject(options)) wrong("options", "Expected an object")
+  if (options !== undefined && !Predicate.isReadonlyObject(options)) wrong("options", "Expected an object")
   else if (options !== undefined) {
     for (const key of ["baseUrl", "namePrefix"] as const) {
       if (options[key] !== undefined && typeof options[key] !== "string") wrong(`options.${key}`, "Expected a string")
     }
     if (options.tags !== undefined && !isStrings(options.tags)) wrong("options.tags", "Expected an array of strings")
   }
-  if (fields.length > 0 || !Predicate.isObject(source) || !Predicate.isObject(connection)) {
+  if (fields.length > 0 || !Predicate.isReadonlyObject(source) || !Predicate.isReadonlyObject(connection)) {
     return Effect.fail(Problem.invalidFields(fields))
   }
   const opts = options as JsonObject | undefined

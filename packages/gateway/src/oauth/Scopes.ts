@@ -30,7 +30,7 @@ export const claimValue = (payload: Readonly<Record<string, unknown>>, name: str
   if (!name.includes(".")) return undefined
   let value: unknown = payload
   for (const part of name.split(".")) {
-    if (!Predicate.isObject(value) || !(part in value)) return undefined
+    if (!Predicate.isReadonlyObject(value) || !(part in value)) return undefined
     value = value[part]
   }
   return value

@@ -117,7 +117,7 @@ export const injectMeta = (
 
 /** The remote parent carried in an MCP request's `_meta` (W3C `traceparent`), if valid. */
 export const fromMeta = (meta: unknown): Option.Option<Tracer.ExternalSpan> => {
-  if (!Predicate.isObject(meta) || typeof meta.traceparent !== "string") return Option.none()
+  if (!Predicate.isReadonlyObject(meta) || typeof meta.traceparent !== "string") return Option.none()
   return HttpTraceContext.w3c({ traceparent: meta.traceparent.trim().toLowerCase() } as never)
 }
 
@@ -131,9 +131,10 @@ export const withMetaParent = (meta: unknown) => <A, E, R>(self: Effect.Effect<A
   const parent = fromMeta(meta)
   if (Option.isNone(parent)) return self
   const external = parent.value
-  const state = Predicate.isObject(meta) && typeof meta.tracestate === "string" && isValidTraceState(meta.tracestate) ?
-    { traceId: external.traceId, value: meta.tracestate } :
-    undefined
+  const state =
+    Predicate.isReadonlyObject(meta) && typeof meta.tracestate === "string" && isValidTraceState(meta.tracestate) ?
+      { traceId: external.traceId, value: meta.tracestate } :
+      undefined
   return Effect.withFiber((fiber) => {
     // `_meta.traceparent` is W3C trace context: read only when OTEL_PROPAGATORS has tracecontext
     if (!fiber.getRef(Propagators).includes("tracecontext")) return self

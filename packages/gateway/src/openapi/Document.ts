@@ -68,7 +68,7 @@ export const parseText = (text: string): Effect.Effect<unknown, OpenApiError> =>
 /** Checks the version and resolves internal `$ref`s. */
 export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiError> =>
   Effect.gen(function*() {
-    if (!Predicate.isObject(value)) {
+    if (!Predicate.isReadonlyObject(value)) {
       return yield* new OpenApiError({ message: "the document is not a JSON/YAML object" })
     }
     if (typeof value.swagger === "string") {
@@ -83,7 +83,7 @@ export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiErro
         message: `"openapi" is ${JSON.stringify(value.openapi) ?? "missing"}; expected 3.0.x or 3.1.x`
       })
     }
-    if (!Predicate.isObject(value.paths)) {
+    if (!Predicate.isReadonlyObject(value.paths)) {
       return yield* new OpenApiError({ message: "the document has no \"paths\" object" })
     }
     const $RefParser = (yield* refParser).default
@@ -101,7 +101,7 @@ export const load = (value: unknown): Effect.Effect<OpenApiDocument, OpenApiErro
           }`
         })
     })
-    const info = Predicate.isObject(value.info) ? value.info : {}
+    const info = Predicate.isReadonlyObject(value.info) ? value.info : {}
     return {
       version,
       openapi: openapi!,
@@ -161,7 +161,7 @@ export const boundSchema = (schema: unknown, version: "3.0" | "3.1"): Record<str
         continue
       }
       if (key === "properties" || key === "patternProperties" || key === "$defs" || key === "definitions") {
-        if (Predicate.isObject(child)) {
+        if (Predicate.isReadonlyObject(child)) {
           const props: Record<string, unknown> = {}
           for (const [name, sub] of Object.entries(child)) props[name] = copy(sub, depth + 1)
           out[key] = props
@@ -193,5 +193,5 @@ export const boundSchema = (schema: unknown, version: "3.0" | "3.1"): Record<str
     return out
   }
   const result = copy(schema, 0)
-  return Predicate.isObject(result) ? result : {}
+  return Predicate.isReadonlyObject(result) ? result : {}
 }

@@ -116,14 +116,14 @@ const baseUrlOf = (
   let raw = options.baseUrl
   if (raw === undefined) {
     const servers = Array.isArray(document.servers) ? document.servers : []
-    const first = servers.find(Predicate.isObject)
+    const first = servers.find(Predicate.isReadonlyObject)
     if (first === undefined || typeof first.url !== "string") {
       return fail("the document has no servers entry; give the base URL of the API")
     }
-    const variables = Predicate.isObject(first.variables) ? first.variables : {}
+    const variables = Predicate.isReadonlyObject(first.variables) ? first.variables : {}
     raw = first.url.replace(/\{([^{}]+)\}/g, (whole, name: string) => {
       const variable = variables[name]
-      return Predicate.isObject(variable) && typeof variable.default === "string" ? variable.default : whole
+      return Predicate.isReadonlyObject(variable) && typeof variable.default === "string" ? variable.default : whole
     })
   }
   let url: URL
@@ -149,11 +149,11 @@ interface Parameter {
 }
 
 const readParameters = (list: unknown): ReadonlyArray<Parameter> =>
-  (Array.isArray(list) ? list : []).filter(Predicate.isObject).flatMap((p) => {
+  (Array.isArray(list) ? list : []).filter(Predicate.isReadonlyObject).flatMap((p) => {
     if (typeof p.name !== "string" || typeof p.in !== "string") return []
     let schema = p.schema
-    if (schema === undefined && Predicate.isObject(p.content)) {
-      const first = Object.values(p.content).find(Predicate.isObject)
+    if (schema === undefined && Predicate.isReadonlyObject(p.content)) {
+      const first = Object.values(p.content).find(Predicate.isReadonlyObject)
       schema = first?.schema
     }
     return [{
@@ -180,11 +180,11 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
   const paths = document.paths as Readonly<Record<string, unknown>>
 
   for (const [path, item] of Object.entries(paths)) {
-    if (!Predicate.isObject(item)) continue
+    if (!Predicate.isReadonlyObject(item)) continue
     const pathParameters = readParameters(item.parameters)
     for (const method of methods) {
       const operation = item[method]
-      if (!Predicate.isObject(operation)) continue
+      if (!Predicate.isReadonlyObject(operation)) continue
       const upper = method.toUpperCase() as HttpMethod
       const skip = (reason: string) => skipped.push({ method: upper, path, reason })
       if (tags !== undefined) {
@@ -257,9 +257,9 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
           }
         }
       }
-      if (problem === undefined && Predicate.isObject(operation.requestBody)) {
+      if (problem === undefined && Predicate.isReadonlyObject(operation.requestBody)) {
         const body = operation.requestBody
-        const content = Predicate.isObject(body.content) ? body.content : {}
+        const content = Predicate.isReadonlyObject(body.content) ? body.content : {}
         const json = Object.entries(content).find(([type]) => jsonMediaType(type))
         if (json === undefined) {
           if (body.required === true) {
@@ -268,10 +268,10 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
             warnings.push(`${label}: the optional non-JSON request body was left out`)
           }
         } else {
-          const media = Predicate.isObject(json[1]) ? json[1] : {}
+          const media = Predicate.isReadonlyObject(json[1]) ? json[1] : {}
           const schema = boundSchema(media.schema ?? {}, doc.version)
           const bodyRequired = body.required === true
-          const bodyProps = Predicate.isObject(schema.properties) ? schema.properties : undefined
+          const bodyProps = Predicate.isReadonlyObject(schema.properties) ? schema.properties : undefined
           const isPlainObject = (schema.type === "object" || (schema.type === undefined && bodyProps !== undefined)) &&
             bodyProps !== undefined && Object.keys(bodyProps).length > 0 &&
             schema.allOf === undefined && schema.oneOf === undefined && schema.anyOf === undefined
@@ -337,7 +337,7 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
 /** JSON with object keys sorted, so equal values compare equal whatever their key order (JSONB reorders). */
 export const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) =>
-    Predicate.isObject(v)
+    Predicate.isReadonlyObject(v)
       ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
       : v)
 

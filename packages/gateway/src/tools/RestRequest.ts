@@ -127,11 +127,15 @@ export const declaredArguments = (schema: Readonly<Record<string, unknown>>): (n
   const seen = new Set<unknown>()
   let describesArguments = false
   const visit = (node: unknown) => {
-    if (!Predicate.isObject(node) || seen.has(node)) return
+    if (!Predicate.isReadonlyObject(node) || seen.has(node)) return
     seen.add(node)
     if (node.properties !== undefined || node.patternProperties !== undefined) describesArguments = true
-    if (Predicate.isObject(node.properties)) { for (const name of Object.keys(node.properties)) names.add(name) }
-    if (Predicate.isObject(node.patternProperties)) {
+    if (Predicate.isReadonlyObject(node.properties)) {
+      for (const name of Object.keys(node.properties)) {
+        names.add(name)
+      }
+    }
+    if (Predicate.isReadonlyObject(node.patternProperties)) {
       for (const pattern of Object.keys(node.patternProperties)) {
         try {
           patterns.push(new RegExp(pattern, "u"))
@@ -157,7 +161,7 @@ const localRef = (root: Readonly<Record<string, unknown>>, ref: string): unknown
   let node: unknown = root
   for (const raw of ref.slice(2).split("/")) {
     const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~")
-    if (!Predicate.isObject(node)) return undefined
+    if (!Predicate.isReadonlyObject(node)) return undefined
     node = node[key]
   }
   return node

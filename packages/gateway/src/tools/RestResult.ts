@@ -51,7 +51,7 @@ export const fromResponse = (response: {
   if (isJson(response.contentType) && response.body !== "") {
     try {
       const value: unknown = JSON.parse(response.body)
-      const structuredContent = Predicate.isObject(value) ? value : { result: value }
+      const structuredContent = Predicate.isReadonlyObject(value) ? value : { result: value }
       return { content: [{ type: "text", text: response.body }], structuredContent }
     } catch {
       // A body labelled JSON that is not JSON is still worth showing as text.

@@ -212,9 +212,10 @@ const describeError = (root: string, error: ErrorObject): string => {
       return `${pathText(root, [...segments, String(params.missingProperty)])} is required but missing`
     case "additionalProperties": {
       const name = String(params.additionalProperty)
-      const properties = Predicate.isObject(error.parentSchema) && Predicate.isObject(error.parentSchema.properties) ?
-        Object.keys(error.parentSchema.properties) :
-        []
+      const properties =
+        Predicate.isReadonlyObject(error.parentSchema) && Predicate.isReadonlyObject(error.parentSchema.properties) ?
+          Object.keys(error.parentSchema.properties) :
+          []
       const what = segments.length === 0 && root === "arguments"
         ? "an argument of this tool"
         : "a property allowed here"
