@@ -54,13 +54,15 @@ export const layerAdmission = Layer.unwrap(Effect.gen(function*() {
   return Admission.layer({
     requireAuth: !config.JANUS_ALLOW_ANONYMOUS,
     trustedProxies: config.JANUS_TRUSTED_PROXIES,
-    ipLimit: { rate: config.RATE_LIMIT_IP, burst: config.RATE_LIMIT_IP_BURST },
-    identityLimit: { rate: config.RATE_LIMIT_IDENTITY, burst: config.RATE_LIMIT_IDENTITY_BURST },
-    authFailureLimit: { rate: config.RATE_LIMIT_AUTH_FAILURES / 60, burst: config.RATE_LIMIT_AUTH_FAILURES_BURST },
-    redis: Option.match(config.REDIS_URL, {
-      onNone: () => undefined,
-      onSome: (url) => ({ url: Redacted.value(url), timeout: config.REDIS_TIMEOUT })
-    }),
+    limits: {
+      ip: { rate: config.RATE_LIMIT_IP, burst: config.RATE_LIMIT_IP_BURST },
+      identity: { rate: config.RATE_LIMIT_IDENTITY, burst: config.RATE_LIMIT_IDENTITY_BURST },
+      authFailure: { rate: config.RATE_LIMIT_AUTH_FAILURES / 60, burst: config.RATE_LIMIT_AUTH_FAILURES_BURST },
+      redis: Option.match(config.REDIS_URL, {
+        onNone: () => undefined,
+        onSome: (url) => ({ url: Redacted.value(url), timeout: config.REDIS_TIMEOUT })
+      })
+    },
     oauth: config.OAUTH_ENABLED
   })
 }))

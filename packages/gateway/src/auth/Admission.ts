@@ -59,14 +59,8 @@ export interface AdmissionOptions {
   readonly requireAuth?: boolean | undefined
   /** Proxies whose `X-Forwarded-For` hop is trusted: CIDRs or addresses (default none). */
   readonly trustedProxies?: ReadonlyArray<string> | undefined
-  /** The per-IP tier (default 300/s, burst 600). */
-  readonly ipLimit?: Limits.RatePolicy | undefined
-  /** The per-identity tier (default 50/s, burst 100). */
-  readonly identityLimit?: Limits.RatePolicy | undefined
-  /** Failed authentications per address (default 30 a minute, burst 10; see `admitAuthentication`). */
-  readonly authFailureLimit?: Limits.RatePolicy | undefined
-  /** Share the limits through Redis (global across instances). Default: per instance in memory. */
-  readonly redis?: Limits.RedisLimitOptions | undefined
+  /** The rate limits' tiers and their store (see `Limits.LimitsOptions`). */
+  readonly limits?: Limits.LimitsOptions | undefined
   /** `true`: OAuth must be configured (start fails otherwise). Default: used when provided. */
   readonly oauth?: boolean | undefined
   /** `realm` of the `WWW-Authenticate` challenge without OAuth (default `janus`). */
@@ -115,12 +109,9 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
   if (clientIp instanceof ClientIp.InvalidTrustedProxy) {
     return yield* new AdmissionConfigError({ message: clientIp.message })
   }
-  const limits = yield* Limits.make({
-    ip: options.ipLimit,
-    identity: options.identityLimit,
-    authFailure: options.authFailureLimit,
-    redis: options.redis
-  }).pipe(Effect.mapError((error) => new AdmissionConfigError({ message: error.message })))
+  const limits = yield* Limits.make(options.limits ?? {}).pipe(
+    Effect.mapError((error) => new AdmissionConfigError({ message: error.message }))
+  )
 
   const verifier = yield* Effect.serviceOption(JwtVerifier)
   const settings = yield* Effect.serviceOption(OAuthConfig)

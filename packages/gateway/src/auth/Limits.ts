@@ -99,10 +99,15 @@ export interface RedisLimitOptions {
   readonly connectWait?: Duration.Input | undefined
 }
 
+/** The tiers and where their budgets live. */
 export interface LimitsOptions {
+  /** The per-IP tier (default 300/s, burst 600). */
   readonly ip?: RatePolicy | undefined
+  /** The per-identity tier (default 50/s, burst 100). */
   readonly identity?: RatePolicy | undefined
+  /** Failed authentications per address (default 30 a minute, burst 10; see `Admission.admitAuthentication`). */
   readonly authFailure?: RatePolicy | undefined
+  /** Share the limits through Redis (global across instances). Default: per instance in memory. */
   readonly redis?: RedisLimitOptions | undefined
 }
 

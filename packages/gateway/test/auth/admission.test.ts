@@ -221,7 +221,7 @@ describe("Admission", () => {
         const error = yield* Effect.flip(admission({ trustedProxies: ["10.0.0.0/8", "proxy.internal"] }))
         assert.strictEqual(error._tag, "AdmissionConfigError")
         assert.include(error.message, "\"proxy.internal\" is not an IP address or CIDR")
-        const limits = yield* Effect.flip(admission({ ipLimit: { rate: 0, burst: 10 } }))
+        const limits = yield* Effect.flip(admission({ limits: { ip: { rate: 0, burst: 10 } } }))
         assert.include(limits.message, "ip rate limit must be a positive number")
         const oauth = yield* Effect.flip(admission({ oauth: true }))
         assert.include(oauth.message, "OAuthLayer is not provided")

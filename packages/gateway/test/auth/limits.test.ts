@@ -105,7 +105,7 @@ describe("Admission limits (memory store)", () => {
 
     it.effect("custom policies; the RateLimit-Policy header when burst/rate is not whole", () =>
       Effect.gen(function*() {
-        const admit = yield* admission({ requireAuth: false, ipLimit: { rate: 3, burst: 10 } })
+        const admit = yield* admission({ requireAuth: false, limits: { ip: { rate: 3, burst: 10 } } })
         assert.strictEqual(yield* admitted(12, () => admit.admit(request({ ip: "198.51.100.30" }))), 10)
         const refused = yield* refusal(admit.admit(request({ ip: "198.51.100.30" })))
         assert.strictEqual(refused.headers?.["ratelimit-policy"], "3;w=1;burst=10")
@@ -164,7 +164,7 @@ describe("Admission limits (memory store)", () => {
 
     it.effect("admitAuthentication draws on the per-IP bucket like admit", () =>
       Effect.gen(function*() {
-        const admit = yield* admission({ ipLimit: { rate: 1, burst: 3 } })
+        const admit = yield* admission({ limits: { ip: { rate: 1, burst: 3 } } })
         const ip = "198.51.100.52"
         const attempt = () => admit.admitAuthentication(request({ ip }), Effect.succeed("admin"), () => false)
         for (let i = 0; i < 3; i++) assert.strictEqual(yield* attempt(), "admin")

@@ -88,9 +88,11 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         const prefix = `${unique("janus-test")}:`
         const keys = yield* keysUnder(prefix)
         const options = {
-          redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix },
-          ipLimit: { rate: 0.1, burst: 10 },
-          identityLimit: { rate: 0.1, burst: 5 }
+          limits: {
+            redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix },
+            ip: { rate: 0.1, burst: 10 },
+            identity: { rate: 0.1, burst: 5 }
+          }
         }
         const a = yield* admission({ ...options, requireAuth: false })
         const b = yield* admission({ ...options, requireAuth: false })
@@ -122,7 +124,7 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         const keys = yield* keysUnder(prefix)
         // a generous Redis timeout: this is about sharing, not about a slow Redis on a busy machine
         const options = {
-          redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix, timeout: Duration.seconds(2) }
+          limits: { redis: { url: Redacted.make(StorageTesting.redisUrl()), prefix, timeout: Duration.seconds(2) } }
         }
         const a = yield* admission(options)
         const b = yield* admission(options)
@@ -148,8 +150,10 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         const lines: Array<string> = []
         const admit = yield* admission({
           requireAuth: false,
-          ipLimit: { rate: 0.1, burst: 5 },
-          redis: { url: proxy.url(), prefix, timeout: "200 millis", retryAfter: "300 millis" }
+          limits: {
+            ip: { rate: 0.1, burst: 5 },
+            redis: { url: proxy.url(), prefix, timeout: "200 millis", retryAfter: "300 millis" }
+          }
         })
         assert.strictEqual(yield* admit.limiterBackend, "redis")
         const ip = "198.51.100.50"
@@ -195,8 +199,10 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         const started = Date.now()
         const admit = yield* admission({
           requireAuth: false,
-          ipLimit: { rate: 0.1, burst: 3 },
-          redis: { url: proxy.url(), prefix: `${unique("janus-test")}:`, connectWait: "300 millis" }
+          limits: {
+            ip: { rate: 0.1, burst: 3 },
+            redis: { url: proxy.url(), prefix: `${unique("janus-test")}:`, connectWait: "300 millis" }
+          }
         })
         assert.isBelow(Date.now() - started, 2_000)
         assert.strictEqual(yield* admit.limiterBackend, "memory (redis unavailable)")

@@ -17,7 +17,7 @@ const postgres = await requirePostgres()
 const instance = Effect.gen(function*() {
   const storage = yield* Layer.build(layerPostgresOn({ maxConnections: 4, configCacheTtl: "1 hour" }))
   const admission = yield* Layer.build(
-    Admission.layer({ identityLimit: { rate: 10_000, burst: 10_000 } }).pipe(
+    Admission.layer({ limits: { identity: { rate: 10_000, burst: 10_000 } } }).pipe(
       Layer.provide(Layer.succeedContext(storage))
     )
   )
