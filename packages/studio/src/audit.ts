@@ -7,6 +7,9 @@
  * - A row's `callerName` (the audit trail's name of the caller as it was at
  *   the time) wins; otherwise a `token:<id>` identity is named from the token
  *   lists; an identity that names nothing is shown as it is.
+ * - The CSV export has the columns an operator reads first (id, at, tool,
+ *   outcome, identity, caller), then every other field the rows carry, in
+ *   the API's order; an object field is its JSON.
  * - A CSV cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab,
  *   CR first) is prefixed with `'`.
  */
@@ -33,29 +36,27 @@ export const callerMatches = (typed: string, row: any, names: ReadonlyMap<string
     .some((value) => typeof value === "string" && value.toLowerCase().includes(needle))
 }
 
-const COLUMNS = [
-  "id",
-  "at",
-  "tool",
-  "outcome",
-  "identity",
-  "caller",
-  "connection",
-  "status",
-  "durationMs",
-  "bytesIn",
-  "bytesOut",
-  "redactions",
-  "requestId",
-  "traceId"
-] as const
+/** The columns an operator reads first; every other field the rows carry follows, in the API's order. */
+const LEADING = ["id", "at", "tool", "outcome", "identity", "caller"]
 
 export const csvCell = (v: unknown) => {
-  const text = v === null || v === undefined ? "" : String(v)
+  const text = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v)
   // a cell a spreadsheet would run as a formula is quoted as text
   const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text
   return /[",\n\r]/.test(safe) ? `"${safe.replaceAll("\"", "\"\"")}"` : safe
 }
 
-export const toCsv = (rows: ReadonlyArray<any>) =>
-  [COLUMNS.join(","), ...rows.map((r) => COLUMNS.map((c) => csvCell(r[c])).join(","))].join("\r\n") + "\r\n"
+/** The rows as CSV: the leading columns, then every other field any row has (so nothing exported is lost). */
+export const toCsv = (rows: ReadonlyArray<any>) => {
+  const columns = [...LEADING]
+  const seen = new Set(columns)
+  for (const row of rows) {
+    for (const key of Object.keys(row)) {
+      if (!seen.has(key)) {
+        seen.add(key)
+        columns.push(key)
+      }
+    }
+  }
+  return [columns.join(","), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(","))].join("\r\n") + "\r\n"
+}
