@@ -15,7 +15,7 @@
  * - `PUT /x/:id` replaces, `PATCH /x/:id` applies a JSON merge patch
  *   (RFC 7386) to the current representation and replaces with the result,
  *   `DELETE /x/:id` deletes (204). All three need a precondition (see
- *   `Concurrency`: 428 without one, 409 when stale).
+ *   `Preconditions`: 428 without one, 409 when stale).
  * - Storage compares versions itself on update (atomically). Its delete takes
  *   no version, so the stored version is compared just before deleting: a
  *   write landing between the two is not caught (a narrow window; closing it
@@ -27,9 +27,9 @@ import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AdminRouter } from "./AdminRouter.ts"
 import { PREFIX } from "./AdminRouter.ts"
-import * as Concurrency from "./Concurrency.ts"
 import { type JsonObject, readObject } from "./JsonBody.ts"
 import * as Pagination from "./Pagination.ts"
+import * as Preconditions from "./Preconditions.ts"
 import * as Problem from "./Problem.ts"
 
 export interface Versioned {
@@ -67,7 +67,7 @@ const writable = (body: JsonObject, readOnly: ReadonlyArray<string>): JsonObject
 
 /** A JSON response for one resource, with its ETag. */
 export const one = (body: JsonObject, version: number, status = 200, headers: Record<string, string> = {}) =>
-  HttpServerResponse.jsonUnsafe(body, { status, headers: { etag: Concurrency.etag(version), ...headers } })
+  HttpServerResponse.jsonUnsafe(body, { status, headers: { etag: Preconditions.etag(version), ...headers } })
 
 /** A page of a list. */
 export const page = <A>(
@@ -125,7 +125,7 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
     )
 
     // Writes over the stored version: storage compares it and answers VersionConflict when stale.
-    const write = (id: string, precondition: Concurrency.Precondition, input: JsonObject) =>
+    const write = (id: string, precondition: Preconditions.Precondition, input: JsonObject) =>
       Effect.gen(function*() {
         const version = precondition._tag === "Version"
           ? precondition.version
@@ -140,7 +140,7 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
         const request = yield* HttpServerRequest.HttpServerRequest
         const id = yield* param("id")
         const body = yield* readObject(request)
-        const precondition = yield* Concurrency.required(request.headers["if-match"], body.version, "version")
+        const precondition = yield* Preconditions.required(request.headers["if-match"], body.version, "version")
         const item = yield* write(id, precondition, input(body))
         return one(spec.present(item), item.version)
       })
@@ -153,9 +153,9 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
         const request = yield* HttpServerRequest.HttpServerRequest
         const id = yield* param("id")
         const patch = yield* readObject(request)
-        const precondition = yield* Concurrency.required(request.headers["if-match"], patch.version, "version")
+        const precondition = yield* Preconditions.required(request.headers["if-match"], patch.version, "version")
         const current = yield* storage(spec.get(id))
-        yield* Concurrency.check(precondition, spec.entity, id, current.version)
+        yield* Preconditions.check(precondition, spec.entity, id, current.version)
         const { version: _version, ...changes } = patch
         const merged = input(mergePatch(spec.present(current), changes) as JsonObject)
         const item = yield* spec.update(id, current.version, merged).pipe(Effect.mapError(fail(merged)))
@@ -170,10 +170,10 @@ export const register = <A extends Versioned>(router: AdminRouter["Service"], sp
         const request = yield* HttpServerRequest.HttpServerRequest
         const query = yield* HttpServerRequest.ParsedSearchParams
         const id = yield* param("id")
-        const precondition = yield* Concurrency.required(request.headers["if-match"], query.version, "version")
+        const precondition = yield* Preconditions.required(request.headers["if-match"], query.version, "version")
         if (precondition._tag === "Version") {
           const current = yield* storage(spec.get(id))
-          yield* Concurrency.check(precondition, spec.entity, id, current.version)
+          yield* Preconditions.check(precondition, spec.entity, id, current.version)
         }
         yield* storage(spec.delete(id))
         return HttpServerResponse.empty({ status: 204 })

@@ -25,9 +25,9 @@ import { ResourceNamePattern, type SecretInfo, Secrets } from "@janus/storage"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AdminRouter, PREFIX } from "./AdminRouter.ts"
-import * as Concurrency from "./Concurrency.ts"
 import { type JsonObject, readObject } from "./JsonBody.ts"
 import * as Pagination from "./Pagination.ts"
+import * as Preconditions from "./Preconditions.ts"
 import * as Problem from "./Problem.ts"
 import * as Resource from "./Resource.ts"
 
@@ -42,7 +42,7 @@ export const present = (s: SecretInfo): JsonObject => ({
 })
 
 // Only the type of `value` is checked here (storage checks its size); Schema messages never quote the value.
-// `version` is the optional precondition (see `Concurrency`); any other member is refused.
+// `version` is the optional precondition (see `Preconditions`); any other member is refused.
 const SetBody = Schema.Struct({ value: Schema.String, version: Schema.optionalKey(Schema.Unknown) })
 const decodeSetBody = Schema.decodeUnknownEffect(SetBody, { errors: "all", onExcessProperty: "error" })
 
@@ -58,14 +58,14 @@ export const SecretRoutes: Layer.Layer<never, never, AdminRouter | Secrets> = La
       Effect.map(storage(secrets.list), (all) => Option.fromNullishOr(all.find((s) => s.name === name)))
 
     // Compares a given precondition with the stored version (storage's set/delete take none).
-    const checkPrecondition = (name: string, precondition: Option.Option<Concurrency.Precondition>) =>
+    const checkPrecondition = (name: string, precondition: Option.Option<Preconditions.Precondition>) =>
       Option.match(precondition, {
         onNone: () => Effect.void,
         onSome: (expected) =>
           Effect.flatMap(find(name), (current) =>
             Option.match(current, {
               onNone: () => Effect.fail(missing(name)),
-              onSome: (info) => Concurrency.check(expected, "secret", name, info.version)
+              onSome: (info) => Preconditions.check(expected, "secret", name, info.version)
             }))
       })
 
@@ -97,7 +97,7 @@ export const SecretRoutes: Layer.Layer<never, never, AdminRouter | Secrets> = La
           Effect.mapError((error) => Problem.invalidFields(Pagination.fieldErrors(error)))
         )
         const secret = Redacted.make(value)
-        const precondition = yield* Concurrency.fromRequest(request.headers["if-match"], body.version, "version")
+        const precondition = yield* Preconditions.fromRequest(request.headers["if-match"], body.version, "version")
         yield* checkPrecondition(name, precondition)
         const info = yield* storage(secrets.set(name, secret))
         // A replaced secret's version is at least 2; 1 means this write created it.
@@ -118,7 +118,7 @@ export const SecretRoutes: Layer.Layer<never, never, AdminRouter | Secrets> = La
         const query = yield* HttpServerRequest.ParsedSearchParams
         const name = yield* Resource.param("name")
         if (!ResourceNamePattern.test(name)) return yield* missing(name)
-        const precondition = yield* Concurrency.fromRequest(request.headers["if-match"], query.version, "version")
+        const precondition = yield* Preconditions.fromRequest(request.headers["if-match"], query.version, "version")
         yield* checkPrecondition(name, precondition)
         yield* storage(secrets.delete(name))
         return HttpServerResponse.empty({ status: 204 })

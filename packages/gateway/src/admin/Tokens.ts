@@ -10,7 +10,7 @@
  *   use).
  * - Tokens have no version and no update: they are created, revoked
  *   (`POST …/:id/revoke`, idempotent: the first revocation time is kept) and,
- *   for client tokens, deleted. So no precondition is needed (`Concurrency`).
+ *   for client tokens, deleted. So no precondition is needed (`Preconditions`).
  * - Client tokens: `expiresAt` is an RFC 3339 date-time with a zone, or
  *   `null`; storage checks it is in the future, that `allowedTools` are tool
  *   names and that `allowedVirtualServers` exist (422 otherwise); the tools

@@ -23,7 +23,7 @@
  * decoding, `ETag`/`If-Match`/428, cursor pagination, `no-store`, and the
  * admin-token-or-JWT check with RFC 6750 challenges. Plain routes keep each
  * rule in one small module (`AdminRouter`, `AdminAuth`, `Problem`,
- * `JsonBody`, `Pagination`, `Concurrency`, `Resource`). OpenAPI can be added
+ * `JsonBody`, `Pagination`, `Preconditions`, `Resource`). OpenAPI can be added
  * later as a document, without changing the routes.
  *
  * @since 0.1.0

@@ -37,7 +37,7 @@
  *   error instead of silently accepting client tokens only.
  * - Limits: effect `RateLimiter` token buckets, in memory, or shared through
  *   Redis when `redis` is given (fail open to memory while Redis is down;
- *   see `Limits`).
+ *   see `RateLimits`).
  *
  * @since 0.1.0
  */
@@ -50,7 +50,7 @@ import { JwtVerifier, OAuthConfig } from "../oauth/index.ts"
 import * as Authenticate from "./Authenticate.ts"
 import * as ClientIp from "./ClientIp.ts"
 import * as AuthHeaders from "./Headers.ts"
-import * as Limits from "./Limits.ts"
+import * as RateLimits from "./RateLimits.ts"
 import * as ToolScope from "./ToolScope.ts"
 
 /** How admission is set up. */
@@ -59,8 +59,8 @@ export interface AdmissionOptions {
   readonly requireAuth?: boolean | undefined
   /** Proxies whose `X-Forwarded-For` hop is trusted: CIDRs or addresses (default none). */
   readonly trustedProxies?: ReadonlyArray<string> | undefined
-  /** The rate limits' tiers and their store (see `Limits.LimitsOptions`). */
-  readonly limits?: Limits.LimitsOptions | undefined
+  /** The rate limits' tiers and their store (see `RateLimits.LimitsOptions`). */
+  readonly limits?: RateLimits.LimitsOptions | undefined
   /** `true`: OAuth must be configured (start fails otherwise). Default: used when provided. */
   readonly oauth?: boolean | undefined
   /** `realm` of the `WWW-Authenticate` challenge without OAuth (default `janus`). */
@@ -96,7 +96,7 @@ export class Admission extends Context.Service<Admission, {
   /** The client's address (the socket peer, or `X-Forwarded-For` behind trusted proxies), for the audit. */
   readonly clientAddress: (request: AdmissionRequest) => string
   /** Where rate-limit decisions are taken now (diagnostics). */
-  readonly limiterBackend: Effect.Effect<Limits.LimiterBackend>
+  readonly limiterBackend: Effect.Effect<RateLimits.LimiterBackend>
 }>()("@janus/gateway/auth/Admission") {
   /** Admission over the token and config caches (and the OAuth services when present). */
   static readonly layer = (
@@ -109,7 +109,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
   if (clientIp instanceof ClientIp.InvalidTrustedProxy) {
     return yield* new AdmissionConfigError({ message: clientIp.message })
   }
-  const limits = yield* Limits.make(options.limits ?? {}).pipe(
+  const limits = yield* RateLimits.make(options.limits ?? {}).pipe(
     Effect.mapError((error) => new AdmissionConfigError({ message: error.message }))
   )
 
@@ -140,11 +140,11 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
   })
 
   // Refusals of each tier: precomputed policy headers and messages.
-  const tooMany = (tier: Limits.Tier) => {
+  const tooMany = (tier: RateLimits.Tier) => {
     const policy = limits.policy(tier)
     const header = AuthHeaders.ratePolicy(policy)
     const what = tier === "ip" ? "from this address" : "for this identity"
-    return (error: Limits.RateLimited, caller?: Caller.Caller) => {
+    return (error: RateLimits.RateLimited, caller?: Caller.Caller) => {
       const s = AuthHeaders.seconds(error.retryAfterMs)
       return new AdmissionRefused({
         status: 429,

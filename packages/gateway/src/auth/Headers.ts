@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import type { RatePolicy } from "./Limits.ts"
+import type { RatePolicy } from "./RateLimits.ts"
 
 /** `RateLimit-Policy` of a token bucket. */
 export const ratePolicy = (policy: RatePolicy): string => {

@@ -5,7 +5,7 @@
  * - `Admission`: the service (`admit`, `authorize`, `canSee`, `canUseServer`).
  * - `ClientIp`: the client address behind trusted proxies; the per-IP key.
  * - `Authenticate`: client tokens (token cache) and OAuth JWTs.
- * - `Limits`: the token-bucket tiers (per IP, per identity, failed
+ * - `RateLimits`: the token-bucket tiers (per IP, per identity, failed
  *   authentications per address) on effect `RateLimiter`, memory or Redis
  *   (fail open to memory while Redis is down).
  * - `CredentialLifetime`: open streams end when the credential that opened
@@ -27,5 +27,5 @@ export * as Authenticate from "./Authenticate.ts"
 export * as ClientIp from "./ClientIp.ts"
 export { CredentialLifetime } from "./CredentialLifetime.ts"
 export * as AuthHeaders from "./Headers.ts"
-export * as Limits from "./Limits.ts"
+export * as RateLimits from "./RateLimits.ts"
 export * as ToolScope from "./ToolScope.ts"

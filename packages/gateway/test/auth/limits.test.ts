@@ -7,7 +7,7 @@ import { ClientTokens } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
 import { Duration, Effect, Metric, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { AuthHeaders, Limits } from "../../src/auth/index.ts"
+import { AuthHeaders, RateLimits } from "../../src/auth/index.ts"
 import * as Metrics from "../../src/observability/Metrics.ts"
 import { admission, admitted, count, refusal, request, unique } from "./support.ts"
 
@@ -177,7 +177,7 @@ describe("Admission limits (memory store)", () => {
 
     it.effect("the memory store forgets full buckets and never holds more than its cap", () =>
       Effect.gen(function*() {
-        const { size, store } = yield* Limits.makeMemoryStore(2_000)
+        const { size, store } = yield* RateLimits.makeMemoryStore(2_000)
         const take = (key: string) =>
           store.tokenBucket({ key, tokens: 1, limit: 10, refillRate: Duration.millis(100), allowOverflow: false })
         // 5,000 distinct addresses at once: capped.

@@ -1,6 +1,6 @@
 /**
- * Optimistic concurrency for versioned resources (connections, endpoints,
- * virtual servers, secrets).
+ * Preconditions of writes (`If-Match`, RFC 9110 §13): optimistic concurrency
+ * for versioned resources (connections, endpoints, virtual servers, secrets).
  *
  * **Rules**
  *
