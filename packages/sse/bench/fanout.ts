@@ -21,12 +21,12 @@
 import { Context, Effect, Fiber, Layer, Metric, type Scope, Stream } from "effect"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
 import { FRAME_OVERHEAD_BYTES, MAX_QUEUED_BYTES, MAX_QUEUED_FRAMES } from "../src/Limits.ts"
 import * as Metrics from "../src/Metrics.ts"
+import * as ReplaySource from "../src/ReplaySource.ts"
 
 const SUBSCRIBERS = 1_000
 const FRAMES = 5_000
@@ -60,7 +60,7 @@ const assertNoOverflow = (state: { readonly count: number }) => {
 }
 
 const makeHub = Effect.gen(function*() {
-  const context = yield* Layer.build(Hub.Hub.layer.pipe(Layer.provide(EventLog.layerMemory)))
+  const context = yield* Layer.build(Hub.Hub.layer.pipe(Layer.provide(ReplaySource.layerMemory)))
   return Context.get(context, Hub.Hub)
 })
 

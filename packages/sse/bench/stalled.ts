@@ -22,12 +22,12 @@ import { Context, Effect, Layer, Metric, Stream } from "effect"
 import { spawnSync } from "node:child_process"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
 import { MAX_QUEUED_BYTES, MAX_QUEUED_FRAMES } from "../src/Limits.ts"
 import * as Metrics from "../src/Metrics.ts"
+import * as ReplaySource from "../src/ReplaySource.ts"
 
 const SUBSCRIBERS = Number(process.env.BENCH_STALLED ?? 1_000)
 const MiB = 2 ** 20
@@ -57,7 +57,7 @@ const runCase = async (mode: "own" | "shared"): Promise<CaseResult> => {
   const started = performance.now()
   return Effect.runPromise(
     Effect.scoped(Effect.gen(function*() {
-      const context = yield* Layer.build(Hub.Hub.layer.pipe(Layer.provide(EventLog.layerMemory)))
+      const context = yield* Layer.build(Hub.Hub.layer.pipe(Layer.provide(ReplaySource.layerMemory)))
       const hub = Context.get(context, Hub.Hub)
       const before = memory()
       const topic = (i: number) => mode === "own" ? `own-${i}` : "shared"

@@ -50,8 +50,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Sse from "effect/encoding/Sse"
-import type { LoggedEvent } from "./EventLog.ts"
 import { FRAME_OVERHEAD_BYTES } from "./Limits.ts"
+import type { LoggedEvent } from "./ReplaySource.ts"
 
 const utf8 = new TextEncoder()
 

@@ -21,7 +21,7 @@
  * - "The writer thread always ends": writers live in a `FiberSet` owned by
  *   the hub's layer; a subscription's scope stops its writer, and closing the
  *   layer interrupts whatever is left ({@link Hub} `writers` counts them).
- * - A published gap marker (`EventLog.GAP_TOPIC`: the writer lost events) is
+ * - A published gap marker (`ReplaySource.GAP_TOPIC`: the writer lost events) is
  *   not delivered as data: every subscriber, whatever its filter, gets one
  *   resync instead.
  *
@@ -45,12 +45,12 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { EventLog, GAP_TOPIC } from "./EventLog.ts"
 import type * as Filter from "./Filter.ts"
 import type * as Frame from "./Frame.ts"
 import { Handoff } from "./Handoff.ts"
 import { HEARTBEAT_INTERVAL } from "./Limits.ts"
 import * as Metrics from "./Metrics.ts"
+import { GAP_TOPIC, ReplaySource } from "./ReplaySource.ts"
 import * as Subscriber from "./Subscriber.ts"
 
 /** Options of {@link Hub} `subscribe`. */
@@ -107,11 +107,11 @@ export class Hub extends Context.Service<Hub, {
   /** A snapshot of every subscriber whose writer has not ended. */
   readonly stats: Effect.Effect<ReadonlyArray<Subscriber.Stats>>
 }>()("@janus/sse/Hub") {
-  /** The hub, reading replays from the {@link EventLog}. */
-  static readonly layer: Layer.Layer<Hub, never, EventLog> = Layer.effect(
+  /** The hub, reading replays from the {@link ReplaySource}. */
+  static readonly layer: Layer.Layer<Hub, never, ReplaySource> = Layer.effect(
     Hub,
     Effect.gen(function*() {
-      const log = yield* EventLog
+      const log = yield* ReplaySource
       const context = yield* Effect.context<never>()
       const clock = Context.get(context, Clock.Clock)
       const metrics = Metrics.makeRecorder(context)

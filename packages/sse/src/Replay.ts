@@ -26,7 +26,7 @@
  *   subscriber's filter rejects still advance the seam.
  * - A log that fails is not a stream error: the replay degrades to a resync
  *   (the client refetches) and the failure is logged.
- * - A gap marker among the rows read (`EventLog.GAP_TOPIC`, whatever the
+ * - A gap marker among the rows read (`ReplaySource.GAP_TOPIC`, whatever the
  *   filter) means events were lost that no replay can give: `Gap`, answered
  *   by one resync.
  * - Up to `REPLAY_CAP + 1` rows are held during one replay (transient, per
@@ -36,9 +36,9 @@
  */
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import * as Effect from "effect/Effect"
-import { type EventLog, GAP_TOPIC, type LoggedEvent } from "./EventLog.ts"
 import * as Frame from "./Frame.ts"
 import { REPLAY_CAP, WRITE_BATCH_BYTES, WRITE_BATCH_FRAMES } from "./Limits.ts"
+import { GAP_TOPIC, type LoggedEvent, type ReplaySource } from "./ReplaySource.ts"
 import type { SubscriberQueue } from "./SubscriberQueue.ts"
 
 /** What a replay found. */
@@ -54,7 +54,7 @@ export type Outcome =
 
 /** Reads the events after `lastEventId` that `matches` accepts, or says why they cannot be replayed. */
 export const fetch = (
-  log: EventLog["Service"],
+  log: ReplaySource["Service"],
   lastEventId: number,
   matches: (topic: string) => boolean
 ): Effect.Effect<Outcome> =>
@@ -64,7 +64,7 @@ export const fetch = (
     : fetchFromLog(log, lastEventId, matches)
 
 const fetchFromLog = (
-  log: EventLog["Service"],
+  log: ReplaySource["Service"],
   lastEventId: number,
   matches: (topic: string) => boolean
 ): Effect.Effect<Outcome> =>

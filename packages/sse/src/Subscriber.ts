@@ -50,7 +50,6 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
-import type { EventLog } from "./EventLog.ts"
 import * as Filter from "./Filter.ts"
 import * as Frame from "./Frame.ts"
 import {
@@ -62,6 +61,7 @@ import {
 } from "./Limits.ts"
 import type * as Metrics from "./Metrics.ts"
 import * as Replay from "./Replay.ts"
+import type { ReplaySource } from "./ReplaySource.ts"
 import { SubscriberQueue } from "./SubscriberQueue.ts"
 
 /** A write to the subscriber's client failed; the writer ends. */
@@ -100,7 +100,7 @@ export interface Options {
   readonly filter: Filter.Filter
   readonly write: Write
   /** Replay the events after this id before going live. */
-  readonly replay?: { readonly lastEventId: number; readonly log: EventLog["Service"] } | undefined
+  readonly replay?: { readonly lastEventId: number; readonly log: ReplaySource["Service"] } | undefined
   /** End the writer after this long, like an emitter timeout. No limit by default. */
   readonly timeout?: Duration.Input | undefined
   /** Services for the writer fiber: its Clock, logger, metric registry. */

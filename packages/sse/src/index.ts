@@ -13,7 +13,7 @@
  * - {@link SubscriberQueue}: the bounded, coalescing queue of one subscriber.
  * - {@link Subscriber}: the policy (coalesce, overflow, drop) and the writer.
  * - {@link Handoff}: the writer's write when the subscriber is a stream.
- * - {@link EventLog}: the log a replay reads (implemented by storage), with
+ * - {@link ReplaySource}: the log a replay reads (implemented by storage), with
  *   an in-memory layer.
  * - {@link Replay}: `Last-Event-ID` replay, its cap and its seam.
  * - {@link Metrics}: `studio.sse.dropped{reason}` and `studio.sse.subscribers`.
@@ -45,7 +45,7 @@ export * as Handoff from "./Handoff.ts"
 export * as Hub from "./Hub.ts"
 
 /** The ordered event log interface, its error, and an in-memory layer. */
-export * as EventLog from "./EventLog.ts"
+export * as ReplaySource from "./ReplaySource.ts"
 
 /** Last-Event-ID replay: fetch with a cap, batches, release of the hold buffer. */
 export * as Replay from "./Replay.ts"

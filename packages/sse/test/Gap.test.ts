@@ -1,38 +1,42 @@
 /**
- * Gap markers (`EventLog.GAP_TOPIC`): the writer lost events before them, so
+ * Gap markers (`ReplaySource.GAP_TOPIC`): the writer lost events before them, so
  * every subscriber resyncs, live or replaying, whatever its topics; the
  * marker itself is never delivered as data.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
+import * as ReplaySource from "../src/ReplaySource.ts"
 import { subscribed, take, withHub } from "./helpers.ts"
 
 /** Appends to the log and publishes live, as storage's writer does. */
-const commit = (hub: Hub.Hub["Service"], log: EventLog.MemoryEventLog["Service"], topic: string, data: unknown) =>
-  hub.publishUnsafe(Frame.fromLogged(log.append({ topic, about: [], data })))
+const commit = (
+  hub: Hub.Hub["Service"],
+  log: ReplaySource.MemoryReplaySource["Service"],
+  topic: string,
+  data: unknown
+) => hub.publishUnsafe(Frame.fromLogged(log.append({ topic, about: [], data })))
 
 describe("gap markers", () => {
   it("the topic is the one storage's writer uses", () => {
-    assert.strictEqual(EventLog.GAP_TOPIC, "janus.gap")
+    assert.strictEqual(ReplaySource.GAP_TOPIC, "janus.gap")
   })
 
   it.effect("a live gap marker queues one resync for every subscriber, whatever its topics, never the marker", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
-      const log = yield* EventLog.MemoryEventLog
+      const log = yield* ReplaySource.MemoryReplaySource
       const calls = yield* Stream.toPull(hub.subscribe(Filter.topics(["calls"])))
       const tools = yield* Stream.toPull(hub.subscribe(Filter.topics(["tools"])))
       const all = yield* Stream.toPull(hub.subscribe(Filter.all))
       yield* subscribed(hub, 3)
 
       commit(hub, log, "calls", { n: 1 })
-      commit(hub, log, EventLog.GAP_TOPIC, { dropped: 5 })
+      commit(hub, log, ReplaySource.GAP_TOPIC, { dropped: 5 })
       // a second marker before the first resync was written adds none
-      commit(hub, log, EventLog.GAP_TOPIC, { dropped: 1 })
+      commit(hub, log, ReplaySource.GAP_TOPIC, { dropped: 1 })
       commit(hub, log, "calls", { n: 4 })
 
       assert.deepStrictEqual(yield* take(calls, 3), ["e1", "resync", "e4"])
@@ -43,10 +47,10 @@ describe("gap markers", () => {
   it.effect("a replay across a gap marker is answered by one resync, then live frames", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
-      const log = yield* EventLog.MemoryEventLog
+      const log = yield* ReplaySource.MemoryReplaySource
       log.append({ topic: "calls", about: [], data: { n: 1 } })
       log.append({ topic: "calls", about: [], data: { n: 2 } })
-      log.append({ topic: EventLog.GAP_TOPIC, about: [], data: { dropped: 3 } })
+      log.append({ topic: ReplaySource.GAP_TOPIC, about: [], data: { dropped: 3 } })
       log.append({ topic: "calls", about: [], data: { n: 4 } })
 
       // resuming before the marker, even with a filter the marker's topic is not in

@@ -4,10 +4,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Stream } from "effect"
-import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
+import * as ReplaySource from "../src/ReplaySource.ts"
 import {
   ADR_MAX_BYTES,
   ADR_MAX_FRAMES,
@@ -39,23 +39,23 @@ const takeUntilResync = (pull: Pull, n: number) =>
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
 /** Appends to the log and publishes live, as storage's writer and change feed do. */
-const commit = (hub: Hub.Hub["Service"], log: EventLog.MemoryEventLog["Service"], topic = "a") =>
+const commit = (hub: Hub.Hub["Service"], log: ReplaySource.MemoryReplaySource["Service"], topic = "a") =>
   hub.publishUnsafe(Frame.fromLogged(log.append({ topic, about: [], data: { topic } })))
 
 /** A hub whose log reads wait for `gate`; `snapshotFirst` reads the rows before waiting. */
 const gatedHub = (snapshotFirst: boolean) =>
   Effect.gen(function*() {
     const gate = yield* Deferred.make<void>()
-    const { log, writer } = EventLog.makeMemory()
-    const gated = EventLog.EventLog.of({
+    const { log, writer } = ReplaySource.makeMemory()
+    const gated = ReplaySource.ReplaySource.of({
       after: (id, limit) =>
         snapshotFirst
           ? Effect.flatMap(log.after(id, limit), (rows) => Effect.as(Deferred.await(gate), rows))
           : Effect.andThen(Deferred.await(gate), log.after(id, limit))
     })
     const layer = Hub.Hub.layer.pipe(
-      Layer.provideMerge(Layer.succeed(EventLog.EventLog, gated)),
-      Layer.provideMerge(Layer.succeed(EventLog.MemoryEventLog, writer))
+      Layer.provideMerge(Layer.succeed(ReplaySource.ReplaySource, gated)),
+      Layer.provideMerge(Layer.succeed(ReplaySource.MemoryReplaySource, writer))
     )
     return { gate, layer }
   })
@@ -64,7 +64,7 @@ describe("replay", () => {
   it.effect("replays exactly the events after Last-Event-ID, filtered, then goes live", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
-      const log = yield* EventLog.MemoryEventLog
+      const log = yield* ReplaySource.MemoryReplaySource
       for (let i = 1; i <= 20; i++) log.append({ topic: i % 2 === 1 ? "a" : "b", about: [`r${i}`], data: null })
       const pull = yield* Stream.toPull(hub.subscribe(Filter.topics(["a"]), 6))
       const replayed = yield* take(pull, 7)
@@ -77,7 +77,7 @@ describe("replay", () => {
   it.effect("a gap of exactly 10,000 events is replayed; one more gives a single resync", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
-      const log = yield* EventLog.MemoryEventLog
+      const log = yield* ReplaySource.MemoryReplaySource
       for (let i = 1; i <= REPLAY_CAP_EVENTS + 1; i++) log.append({ topic: "a", about: [], data: i })
 
       const atCap = yield* Stream.toPull(hub.subscribe(Filter.all, 1))
@@ -106,15 +106,15 @@ describe("replay", () => {
         assert.deepStrictEqual(yield* take(pull, 1), ["resync"])
       }),
       Hub.Hub.layer.pipe(
-        Layer.provideMerge(EventLog.layerFailing),
-        Layer.provideMerge(Layer.succeed(EventLog.MemoryEventLog, EventLog.makeMemory().writer))
+        Layer.provideMerge(ReplaySource.layerFailing),
+        Layer.provideMerge(Layer.succeed(ReplaySource.MemoryReplaySource, ReplaySource.makeMemory().writer))
       )
     ))
 
   it.effect("a hold-buffer overflow drops the held frames (reason=replay) and releases a resync", () =>
     withHub(Effect.gen(function*() {
       const hub = yield* Hub.Hub
-      const log = yield* EventLog.MemoryEventLog
+      const log = yield* ReplaySource.MemoryReplaySource
       for (let i = 1; i <= 5; i++) log.append({ topic: "a", about: [], data: i })
       const pull = yield* Stream.toPull(hub.subscribe(Filter.all, 2))
       // The writer has read the log and is writing the replay (e3..e5), which the client has not taken.
@@ -156,7 +156,7 @@ describe("replay", () => {
           return yield* withHub(
             Effect.gen(function*() {
               const hub = yield* Hub.Hub
-              const log = yield* EventLog.MemoryEventLog
+              const log = yield* ReplaySource.MemoryReplaySource
               for (let i = 1; i <= 2; i++) log.append({ topic: "t", about: [], data: i })
               const pull = yield* Stream.toPull(hub.subscribe(Filter.all, 2))
               for (let i = 0; i < 20; i++) yield* Effect.yieldNow // the writer is waiting on the log read
@@ -187,7 +187,7 @@ describe("replay", () => {
           yield* withHub(
             Effect.gen(function*() {
               const hub = yield* Hub.Hub
-              const log = yield* EventLog.MemoryEventLog
+              const log = yield* ReplaySource.MemoryReplaySource
               for (let i = 1; i <= 10; i++) log.append({ topic: "a", about: [], data: i })
               const pull = yield* Stream.toPull(hub.subscribe(Filter.all, 5))
               for (let i = 0; i < 20; i++) yield* Effect.yieldNow // the writer is waiting on the log read

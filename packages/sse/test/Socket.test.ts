@@ -12,10 +12,10 @@ import { HttpServer, HttpServerRequest } from "effect/http"
 import { TestClock } from "effect/testing"
 import { createServer, get, type IncomingMessage, type ServerResponse } from "node:http"
 import * as Net from "node:net"
-import * as EventLog from "../src/EventLog.ts"
 import * as Filter from "../src/Filter.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
+import * as ReplaySource from "../src/ReplaySource.ts"
 import * as Wire from "../src/Wire.ts"
 import { ADR_MAX_BYTES, dropped } from "./helpers.ts"
 
@@ -43,7 +43,7 @@ it.live(
       const hubClock = yield* TestClock.make()
       const registry = new Map()
       const layerHub = Hub.Hub.layer.pipe(
-        Layer.provideMerge(EventLog.layerMemory),
+        Layer.provideMerge(ReplaySource.layerMemory),
         Layer.provide(Layer.succeed(Clock.Clock, hubClock)),
         Layer.provide(Layer.succeed(Metric.MetricRegistry, registry))
       )

@@ -5,10 +5,10 @@
 import { Effect, Layer, Metric } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type * as Cause from "effect/Cause"
-import * as EventLog from "../src/EventLog.ts"
 import * as Frame from "../src/Frame.ts"
 import * as Hub from "../src/Hub.ts"
 import * as Metrics from "../src/Metrics.ts"
+import * as ReplaySource from "../src/ReplaySource.ts"
 
 /**
  * The bounds of ADR-0197 ("Each subscriber's outbound queue holds at most
@@ -23,7 +23,7 @@ export const ADR_MAX_BYTES = 1024 * 1024
 export const REPLAY_CAP_EVENTS = 10_000
 
 /** The hub over an in-memory log; the log's writer is exposed too. */
-export const layerHub = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemory))
+export const layerHub = Hub.Hub.layer.pipe(Layer.provideMerge(ReplaySource.layerMemory))
 
 /**
  * Runs `effect` with a hub (built under the test's TestClock) and a metric
@@ -31,7 +31,7 @@ export const layerHub = Hub.Hub.layer.pipe(Layer.provideMerge(EventLog.layerMemo
  */
 export const withHub = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
-  layer: Layer.Layer<Hub.Hub | EventLog.EventLog | EventLog.MemoryEventLog> = layerHub
+  layer: Layer.Layer<Hub.Hub | ReplaySource.ReplaySource | ReplaySource.MemoryReplaySource> = layerHub
 ) =>
   effect.pipe(
     Effect.provide(layer),

@@ -20,29 +20,29 @@
  *
  * @since 0.1.0
  */
-import { EventLog, Filter, Frame, Hub, Wire } from "@janus/sse"
-import { EventLog as StorageEventLog } from "@janus/storage"
+import { Filter, Frame, Hub, ReplaySource, Wire } from "@janus/sse"
+import { EventLog } from "@janus/storage"
 import { Effect, Layer, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { endWhen } from "../http/StreamEnd.ts"
 
 /** The sse package's replay interface over storage's `broker_event` log. */
-export const layerEventLog: Layer.Layer<EventLog.EventLog, never, StorageEventLog> = Layer.effect(
-  EventLog.EventLog,
-  Effect.map(Effect.service(StorageEventLog), (log) =>
-    EventLog.EventLog.of({
+export const layerReplaySource: Layer.Layer<ReplaySource.ReplaySource, never, EventLog> = Layer.effect(
+  ReplaySource.ReplaySource,
+  Effect.map(Effect.service(EventLog), (log) =>
+    ReplaySource.ReplaySource.of({
       after: (id, limit) =>
         log.after(id, limit).pipe(
-          Effect.mapError((cause) => new EventLog.EventLogError({ message: cause.message, cause }))
+          Effect.mapError((cause) => new ReplaySource.ReplaySourceError({ message: cause.message, cause }))
         )
     }))
 )
 
 /** The hub, fed by every committed event for as long as the layer lives. */
-export const layerHub: Layer.Layer<Hub.Hub, never, StorageEventLog> = Layer.effectDiscard(
+export const layerHub: Layer.Layer<Hub.Hub, never, EventLog> = Layer.effectDiscard(
   Effect.gen(function*() {
     const hub = yield* Hub.Hub
-    const log = yield* StorageEventLog
+    const log = yield* EventLog
     yield* log.committed.pipe(
       Stream.runForEach((row) => hub.publish(Frame.fromLogged(row))),
       Effect.forkScoped
@@ -50,7 +50,7 @@ export const layerHub: Layer.Layer<Hub.Hub, never, StorageEventLog> = Layer.effe
   })
 ).pipe(
   Layer.provideMerge(Hub.Hub.layer),
-  Layer.provide(layerEventLog)
+  Layer.provide(layerReplaySource)
 )
 
 const filterOf = (request: HttpServerRequest.HttpServerRequest): Filter.Filter => {

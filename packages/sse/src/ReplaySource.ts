@@ -20,7 +20,7 @@
  * replay across it is answered by one resync (`Replay`).
  *
  * {@link layerMemory} is an in-memory log for tests and for a single process
- * without storage; it also provides {@link MemoryEventLog}, whose `append`
+ * without storage; it also provides {@link MemoryReplaySource}, whose `append`
  * assigns ids the way `seq` does.
  *
  * @since 0.1.0
@@ -42,28 +42,31 @@ export interface LoggedEvent {
 }
 
 /** The log could not be read; the replay falls back to one resync. */
-export class EventLogError extends Schema.TaggedError<EventLogError>()("EventLogError", {
+export class ReplaySourceError extends Schema.TaggedError<ReplaySourceError>()("ReplaySourceError", {
   message: Schema.String,
   cause: Schema.optional(Schema.Defect())
 }) {}
 
 /** Read access to the ordered event log (`broker_event`). */
-export class EventLog extends Context.Service<EventLog, {
-  readonly after: (id: number, limit: number) => Effect.Effect<ReadonlyArray<LoggedEvent>, EventLogError>
-}>()("@janus/sse/EventLog") {}
+export class ReplaySource extends Context.Service<ReplaySource, {
+  readonly after: (id: number, limit: number) => Effect.Effect<ReadonlyArray<LoggedEvent>, ReplaySourceError>
+}>()("@janus/sse/ReplaySource") {}
 
 /** Write access to the in-memory log of {@link layerMemory}. */
-export class MemoryEventLog extends Context.Service<MemoryEventLog, {
+export class MemoryReplaySource extends Context.Service<MemoryReplaySource, {
   /** Appends a row with the next id (ids start at 1) and returns it. */
   readonly append: (event: Omit<LoggedEvent, "id">) => LoggedEvent
   /** Every row appended so far. */
   readonly events: () => ReadonlyArray<LoggedEvent>
-}>()("@janus/sse/MemoryEventLog") {}
+}>()("@janus/sse/MemoryReplaySource") {}
 
 /** Builds an in-memory log and its writer. */
-export const makeMemory = (): { readonly log: EventLog["Service"]; readonly writer: MemoryEventLog["Service"] } => {
+export const makeMemory = (): {
+  readonly log: ReplaySource["Service"]
+  readonly writer: MemoryReplaySource["Service"]
+} => {
   const rows: Array<LoggedEvent> = []
-  const writer = MemoryEventLog.of({
+  const writer = MemoryReplaySource.of({
     append: (event) => {
       const row: LoggedEvent = { id: rows.length + 1, topic: event.topic, about: event.about, data: event.data }
       rows.push(row)
@@ -71,7 +74,7 @@ export const makeMemory = (): { readonly log: EventLog["Service"]; readonly writ
     },
     events: () => rows
   })
-  const log = EventLog.of({
+  const log = ReplaySource.of({
     after: (id, limit) =>
       Effect.sync(() => {
         // ids are 1..n and dense, so the first row after `id` is at index `id`.
@@ -82,16 +85,16 @@ export const makeMemory = (): { readonly log: EventLog["Service"]; readonly writ
   return { log, writer }
 }
 
-/** An in-memory {@link EventLog}, with {@link MemoryEventLog} to append to it. */
-export const layerMemory: Layer.Layer<EventLog | MemoryEventLog> = Layer.effectContext(
+/** An in-memory {@link ReplaySource}, with {@link MemoryReplaySource} to append to it. */
+export const layerMemory: Layer.Layer<ReplaySource | MemoryReplaySource> = Layer.effectContext(
   Effect.sync(() => {
     const { log, writer } = makeMemory()
-    return Context.make(EventLog, log).pipe(Context.add(MemoryEventLog, writer))
+    return Context.make(ReplaySource, log).pipe(Context.add(MemoryReplaySource, writer))
   })
 )
 
-/** An {@link EventLog} that always fails, for testing the replay's fallback. */
-export const layerFailing: Layer.Layer<EventLog> = Layer.succeed(
-  EventLog,
-  EventLog.of({ after: () => Effect.fail(new EventLogError({ message: "the event log is unavailable" })) })
+/** An {@link ReplaySource} that always fails, for testing the replay's fallback. */
+export const layerFailing: Layer.Layer<ReplaySource> = Layer.succeed(
+  ReplaySource,
+  ReplaySource.of({ after: () => Effect.fail(new ReplaySourceError({ message: "the event log is unavailable" })) })
 )
