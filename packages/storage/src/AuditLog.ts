@@ -74,14 +74,14 @@ import { storageError } from "./internal/sql.ts"
 import { MasterKey } from "./MasterKey.ts"
 
 /** Records dropped because the buffer was full, Postgres refused them, or the final flush failed. */
-export const dropped = Metric.counter("janus.audit.dropped", {
+export const auditDropped = Metric.counter("janus.audit.dropped", {
   description: "Audit records dropped because the in-memory buffer was full, Postgres refused them, or the final " +
     "flush at shutdown failed",
   incremental: true
 })
 
 /** Calls answered before their record was durable (AUDIT_DURABILITY=sync, the database slower than durableTimeout). */
-export const late = Metric.counter("janus.audit.late", {
+export const auditLate = Metric.counter("janus.audit.late", {
   description: "Audit records whose call was answered before they were durable (the database was slower than the " +
     "durable timeout); they stay buffered and are retried",
   incremental: true
@@ -181,7 +181,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     chain,
     onRefused: (refused, of) =>
       Effect.andThen(
-        Metric.update(dropped, refused.length),
+        Metric.update(auditDropped, refused.length),
         Effect.logWarning(
           `audit log: Postgres refused ${refused.length} of ${of} records (${
             describeRefusals(refused)
@@ -191,7 +191,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   })
 
   const drops = DropReport.make({
-    metric: dropped,
+    metric: auditDropped,
     metricName: "janus.audit.dropped",
     writer: "audit log",
     noun: "records",
@@ -224,7 +224,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
         noted,
         Deferred.await(joined.done).pipe(
           Effect.timeoutOption(durableTimeout),
-          Effect.flatMap((done) => done._tag === "None" ? Metric.update(late, 1) : Effect.void)
+          Effect.flatMap((done) => done._tag === "None" ? Metric.update(auditLate, 1) : Effect.void)
         )
       )
     })

@@ -35,7 +35,7 @@ import {
 import { InvalidInput } from "./Errors.ts"
 import { storageError, toNumber } from "./internal/sql.ts"
 
-export const MAX_PAGE = 1_000
+export const AUDIT_MAX_PAGE = 1_000
 
 /** The admin query: every filter optional; `cursor` from the previous page. */
 export const AuditQuery = Schema.Struct({
@@ -54,7 +54,7 @@ export const AuditQuery = Schema.Struct({
   resourceKind: Schema.optional(Schema.String),
   resourceId: Schema.optional(Schema.String),
   cursor: Schema.optional(Schema.String),
-  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE }))
+  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: AUDIT_MAX_PAGE }))
 })
 export type AuditQuery = typeof AuditQuery.Type
 
@@ -98,8 +98,8 @@ const EXACT = [
 /** The query of `AuditLog.query`, over `sql`. */
 export const makeQuery = (sql: SqlClient.SqlClient) =>
   Effect.fnUntraced(function*(q: AuditQuery) {
-    if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > MAX_PAGE) {
-      return yield* invalid("limit", q.limit, `an integer from 1 to ${MAX_PAGE}`)
+    if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > AUDIT_MAX_PAGE) {
+      return yield* invalid("limit", q.limit, `an integer from 1 to ${AUDIT_MAX_PAGE}`)
     }
     const clauses = []
     for (const [field, value] of [["from", q.from], ["to", q.to]] as const) {

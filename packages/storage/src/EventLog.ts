@@ -78,7 +78,7 @@ export const GAP_TOPIC = "janus.gap"
 const INSERT_CHUNK = 1_000
 
 /** Events dropped: the buffer was full, Postgres refused them, or the final flush at shutdown failed. */
-export const dropped = Metric.counter("janus.event_log.dropped", {
+export const eventLogDropped = Metric.counter("janus.event_log.dropped", {
   description: "Events dropped because the in-memory buffer was full, Postgres refused them, or the final flush " +
     "at shutdown failed (subscribers are told to resync)",
   incremental: true
@@ -174,7 +174,7 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
   const report = () => observer.buffered(buffer.size + inFlight)
 
   const drops = DropReport.make({
-    metric: dropped,
+    metric: eventLogDropped,
     metricName: "janus.event_log.dropped",
     writer: "event log",
     noun: "events",
@@ -274,7 +274,7 @@ const make = Effect.fnUntraced(function*(options: EventLogOptions) {
           observer.flushed(written.length, batch.length > 0 ? now - batch[0]!.at : 0, now - began)
           const lost = refused.length + unwritable
           const told = lost === 0 ? Effect.void : Effect.andThen(
-            Metric.update(dropped, lost),
+            Metric.update(eventLogDropped, lost),
             Effect.logWarning(
               `event log: ${lost} of ${batch.length} events could not be stored (` +
                 (refused.length > 0 ? `Postgres refused ${refused.length}: ${describeRefusals(refused)}` : "") +

@@ -47,14 +47,14 @@ export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.t
 // Audit log and MCP sessions
 export * as AuditChain from "./AuditChain.ts"
 export {
+  auditDropped,
   type AuditDurability,
+  auditLate,
   AuditLog,
   type AuditLogOptions,
-  AuditLogSettings,
-  dropped as auditDropped,
-  late as auditLate
+  AuditLogSettings
 } from "./AuditLog.ts"
-export { type AuditPage, AuditQuery, MAX_PAGE as AUDIT_MAX_PAGE } from "./AuditRead.ts"
+export { AUDIT_MAX_PAGE, type AuditPage, AuditQuery } from "./AuditRead.ts"
 export * as AuditRows from "./AuditRows.ts"
 export { AuditEntry, type AuditInput, AuditKind, AuditOutcome, AuditRecord } from "./AuditRows.ts"
 export type { McpSessionRecord, McpStreamEvent, McpStreamPage, McpStreamState } from "./McpSessionRepository.ts"
@@ -68,8 +68,8 @@ export * as SecretBox from "./Crypto.ts"
 export * as EgressAllowList from "./EgressAllowList.ts"
 export {
   type AppendEvent,
-  dropped as eventLogDropped,
   EventLog,
+  eventLogDropped,
   EventLogObserver,
   type EventLogObserverShape,
   type EventLogOptions,

@@ -18,7 +18,7 @@
  */
 import { Data, Effect } from "effect"
 import { type HttpServerRequest, HttpServerRespondable, type HttpServerResponse } from "effect/http"
-import { respond } from "./Challenge.ts"
+import { challenge } from "./Challenge.ts"
 import { JwtVerifier, type OAuthIdentity, type TokenRequirement } from "./JwtVerifier.ts"
 import type { AuthenticationError } from "./OAuthErrors.ts"
 import { OAuthConfig } from "./OAuthOptions.ts"
@@ -49,7 +49,7 @@ export const authenticate = (
     return yield* verifier.verifyRequest(request.headers, { ...requirement, resource }).pipe(
       Effect.catch((error) =>
         Effect.flatMap(
-          respond(error, { requestPath: request.url, scopes: requirement?.scopes }),
+          challenge(error, { requestPath: request.url, scopes: requirement?.scopes }),
           (response) => Effect.fail(new OAuthRejection({ error, response }))
         )
       )

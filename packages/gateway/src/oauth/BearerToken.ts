@@ -22,7 +22,9 @@ const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
 /** The bearer token of the `Authorization` header, or why there is none usable. */
-export const fromHeaders = (headers: Headers.Headers): Result.Result<string, MissingToken | InvalidToken> => {
+export const bearerTokenFromHeaders = (
+  headers: Headers.Headers
+): Result.Result<string, MissingToken | InvalidToken> => {
   const value = Headers.get(headers, "authorization")
   if (Option.isNone(value)) return Result.fail(new MissingToken())
   const match = /^\s*(\S+)(?:\s+(.*))?$/.exec(value.value)

@@ -23,7 +23,7 @@ import { HttpServerResponse } from "effect/http"
 import type { AuthenticationError } from "./OAuthErrors.ts"
 import { OAuthConfig } from "./OAuthOptions.ts"
 import { metadataUrl } from "./Resources.ts"
-import { advertise } from "./Scopes.ts"
+import { advertiseScopes } from "./Scopes.ts"
 
 /** The parameters of a `Bearer` challenge. */
 export interface ChallengeParams {
@@ -115,7 +115,7 @@ export const challengeResponse = (
  * URL and scopes taken from the configuration: `scopes` (as checked; the
  * challenge names them as clients request them) defaults to the tool scopes.
  */
-export const respond = (
+export const challenge = (
   error: AuthenticationError,
   options?: { readonly requestPath?: string | undefined; readonly scopes?: ReadonlyArray<string> | undefined }
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, OAuthConfig> =>
@@ -125,7 +125,7 @@ export const respond = (
       resourceMetadataUrl: metadataUrl(settings, options?.requestPath),
       scopes: options?.scopes === undefined
         ? settings.advertisedToolScopes
-        : advertise(options.scopes, settings.advertisedScopePrefix),
+        : advertiseScopes(options.scopes, settings.advertisedScopePrefix),
       retryAfter: settings.jwksMinRefreshInterval
     })
   })

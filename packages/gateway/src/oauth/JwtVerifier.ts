@@ -49,7 +49,7 @@ import { JwksCache, type JwksSnapshot } from "./JwksCache.ts"
 import { type AuthenticationError, InsufficientScope, InvalidToken, type JwksUnavailable } from "./OAuthErrors.ts"
 import { type AuthorizationServer, canonicalResource, OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
 import { acceptedAudiences } from "./Resources.ts"
-import { advertise, scopesOf } from "./Scopes.ts"
+import { advertiseScopes, scopesOf } from "./Scopes.ts"
 
 /** Who a valid token speaks for. */
 export interface OAuthIdentity {
@@ -241,8 +241,8 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
         const missing = required.filter((scope) => !scopes.includes(scope))
         if (missing.length > 0) {
           return yield* new InsufficientScope({
-            required: [...advertise(required, server.scopePrefix)],
-            missing: [...advertise(missing, server.scopePrefix)]
+            required: [...advertiseScopes(required, server.scopePrefix)],
+            missing: [...advertiseScopes(missing, server.scopePrefix)]
           })
         }
 
@@ -275,7 +275,7 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
       }
 
       const verifyRequest = (headers: Headers.Headers, requirement?: TokenRequirement) => {
-        const token = BearerToken.fromHeaders(headers)
+        const token = BearerToken.bearerTokenFromHeaders(headers)
         return Result.isFailure(token) ? Effect.fail(token.failure) : verify(token.success, requirement)
       }
 

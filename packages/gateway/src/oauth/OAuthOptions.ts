@@ -47,7 +47,7 @@ import {
   type SigningAlgorithm
 } from "./internal/checks.ts"
 import { advertisedIssuer, type IssuerTemplate, matcher, parseTemplate } from "./Issuers.ts"
-import { advertise, DEFAULT_SCOPE_CLAIMS } from "./Scopes.ts"
+import { advertiseScopes, DEFAULT_SCOPE_CLAIMS } from "./Scopes.ts"
 
 export {
   canonicalResource,
@@ -295,7 +295,7 @@ const checkServer = (
 /**
  * Validates options, reporting every problem at once.
  */
-export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAuthConfigError> =>
+export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAuthConfigError> =>
   Effect.suspend(() => {
     const problems: Array<string> = []
     const allowInsecureHttp = options.allowInsecureHttp === true
@@ -355,8 +355,8 @@ export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAu
     const toolScopes = checkScopes("toolScopes", options.toolScopes ?? DEFAULT_TOOL_SCOPES, problems)
     const adminScopes = checkScopes("adminScopes", options.adminScopes ?? DEFAULT_ADMIN_SCOPES, problems)
     const firstPrefix = [...servers.values()][0]?.scopePrefix
-    const advertisedToolScopes = advertise(toolScopes, firstPrefix)
-    const advertisedAdminScopes = advertise(adminScopes, firstPrefix)
+    const advertisedToolScopes = advertiseScopes(toolScopes, firstPrefix)
+    const advertisedAdminScopes = advertiseScopes(adminScopes, firstPrefix)
     const scopesSupported = options.scopesSupported === undefined
       ? [...new Set([...advertisedToolScopes, ...advertisedAdminScopes])]
       : checkScopes("scopesSupported", options.scopesSupported, problems)
@@ -400,5 +400,5 @@ export const resolve = (options: OAuthOptions): Effect.Effect<OAuthSettings, OAu
 export class OAuthConfig extends Context.Service<OAuthConfig, OAuthSettings>()("@janus/gateway/oauth/OAuthConfig") {
   /** Validates `options`; fails with every problem at once. */
   static readonly layer = (options: OAuthOptions): Layer.Layer<OAuthConfig, OAuthConfigError> =>
-    Layer.effect(OAuthConfig, Effect.map(resolve(options), OAuthConfig.of))
+    Layer.effect(OAuthConfig, Effect.map(resolveOAuthOptions(options), OAuthConfig.of))
 }

@@ -88,7 +88,7 @@ export interface MetadataRoutesOptions {
  * Mounts the metadata routes on the `HttpRouter`: the root form and the path
  * form of `/mcp`, and the path form of every virtual server.
  */
-export const makeRoutes = (
+export const makeProtectedResourceMetadataRoutes = (
   options: MetadataRoutesOptions = {}
 ): Layer.Layer<never, never, HttpRouter.HttpRouter | OAuthConfig> =>
   HttpRouter.use(Effect.fnUntraced(function*(router) {
@@ -117,4 +117,4 @@ export const makeRoutes = (
 
 /** The metadata routes, answering for any well-formed virtual-server name. */
 export const ProtectedResourceMetadataRoutes: Layer.Layer<never, never, HttpRouter.HttpRouter | OAuthConfig> =
-  makeRoutes()
+  makeProtectedResourceMetadataRoutes()

@@ -56,5 +56,5 @@ export const scopesOf = (
 }
 
 /** `scopes` as a client must request them from an issuer with `prefix`. */
-export const advertise = (scopes: ReadonlyArray<string>, prefix: string | undefined): ReadonlyArray<string> =>
+export const advertiseScopes = (scopes: ReadonlyArray<string>, prefix: string | undefined): ReadonlyArray<string> =>
   prefix === undefined || prefix === "" ? scopes : scopes.map((scope) => `${prefix}${scope}`)

@@ -27,12 +27,6 @@
  *
  * @since 0.1.0
  */
-import { Layer } from "effect"
-import type { HttpClient } from "effect/http"
-import { JwksCache } from "./JwksCache.ts"
-import { JwtVerifier } from "./JwtVerifier.ts"
-import { OAuthConfig, type OAuthConfigError, type OAuthOptions } from "./OAuthOptions.ts"
-
 export { isLoopbackHost, normalizeIssuer } from "../config/Urls.ts"
 export {
   AuthorizationServerMetadata,
@@ -43,12 +37,12 @@ export {
   discoveryUrls
 } from "./AuthorizationServerMetadata.ts"
 export { authenticate, OAuthRejection } from "./BearerAuth.ts"
-export { fromHeaders as bearerTokenFromHeaders, looksLikeJwt } from "./BearerToken.ts"
+export { bearerTokenFromHeaders, looksLikeJwt } from "./BearerToken.ts"
 export {
+  challenge,
   type ChallengeContext,
   type ChallengeParams,
   challengeResponse,
-  respond as challenge,
   wwwAuthenticate
 } from "./Challenge.ts"
 export { diagnose, type IssuerDiagnosis } from "./Diagnostics.ts"
@@ -83,14 +77,14 @@ export {
   OAuthConfigError,
   type OAuthOptions,
   type OAuthSettings,
-  resolve as resolveOAuthOptions,
+  resolveOAuthOptions,
   sameResource,
   type SigningAlgorithm,
   SUPPORTED_ALGORITHMS
 } from "./OAuthOptions.ts"
 export {
   documentFor,
-  makeRoutes as makeProtectedResourceMetadataRoutes,
+  makeProtectedResourceMetadataRoutes,
   type MetadataRoutesOptions,
   type ProtectedResourceMetadataDocument,
   ProtectedResourceMetadataRoutes
@@ -105,17 +99,5 @@ export {
   virtualServerResource,
   WELL_KNOWN_PATH
 } from "./Resources.ts"
-export { advertise as advertiseScopes, claimValue, DEFAULT_SCOPE_CLAIMS, scopesOf } from "./Scopes.ts"
-
-/**
- * Everything the resource server needs at run time: the validated settings,
- * the JWKS cache (its background refresh lives as long as the layer) and the
- * verifier. Fails at build with every configuration mistake.
- */
-export const OAuthLayer = (
-  options: OAuthOptions
-): Layer.Layer<OAuthConfig | JwksCache | JwtVerifier, OAuthConfigError, HttpClient.HttpClient> =>
-  JwtVerifier.layer.pipe(
-    Layer.provideMerge(JwksCache.layer),
-    Layer.provideMerge(OAuthConfig.layer(options))
-  )
+export { OAuthLayer } from "./ResourceServer.ts"
+export { advertiseScopes, claimValue, DEFAULT_SCOPE_CLAIMS, scopesOf } from "./Scopes.ts"

@@ -77,7 +77,7 @@ const NO_COUNTS: RedactionCounts = Object.freeze({})
 const untouched = <A>(value: A): Redaction<A> => ({ value, total: 0, counts: NO_COUNTS })
 
 /** An engine that redacts nothing. */
-export const disabled: Engine = {
+export const disabledEngine: Engine = {
   enabled: false,
   kinds: [],
   redactText: untouched,
@@ -154,7 +154,7 @@ class RedactionEngine implements Engine {
     const redacted = this.walker.walk(parsed)
     if (redacted === TOO_DEEP) return Result.fail(new PayloadTooDeep({ maxDepth: this.maxDepth }))
     if (this.total === 0) return Result.succeed(this.result(text))
-    return Result.succeed(this.result(JsonText.stringify(redacted, this.walker.deepest) ?? text))
+    return Result.succeed(this.result(JsonText.stringifyJson(redacted, this.walker.deepest) ?? text))
   }
 
   private begin(): void {
@@ -233,7 +233,7 @@ class RedactionEngine implements Engine {
 }
 
 /** Validates `options` and builds an engine, or lists every configuration mistake. */
-export const make = (options: RedactorOptions): Result.Result<Engine, InvalidRedactionConfig> => {
+export const makeEngine = (options: RedactorOptions): Result.Result<Engine, InvalidRedactionConfig> => {
   const problems: Array<RedactionConfigProblem> = []
   const builtins: Array<Kinds.BuiltinKind> = []
   for (const [index, name] of (options.detectors ?? Kinds.BUILTIN_KINDS).entries()) {
@@ -284,6 +284,6 @@ export const make = (options: RedactorOptions): Result.Result<Engine, InvalidRed
     }
   }
   if (problems.length > 0) return Result.fail(new InvalidRedactionConfig({ problems }))
-  if (!options.enabled) return Result.succeed(disabled)
+  if (!options.enabled) return Result.succeed(disabledEngine)
   return Result.succeed(new RedactionEngine(builtins, compiled.patterns, maxDepth))
 }

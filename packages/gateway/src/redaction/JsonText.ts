@@ -57,7 +57,7 @@ const isContainer = (value: unknown): value is Record<string, unknown> | Array<u
   typeof value === "object" && value !== null
 
 /** `JSON.stringify(value)` for a value of any depth up to `maxDepth`. */
-export const stringify = (value: unknown, depth: number = Infinity, maxDepth = 10_000_000): string | undefined => {
+export const stringifyJson = (value: unknown, depth: number = Infinity, maxDepth = 10_000_000): string | undefined => {
   if (depth <= NATIVE_DEPTH) return JSON.stringify(value)
   const root = prepare(value, "")
   if (!isContainer(root)) return leaf(root)

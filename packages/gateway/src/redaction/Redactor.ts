@@ -37,13 +37,13 @@ export class Redactor extends Context.Service<Redactor, {
   static readonly layer = (options: Engine.RedactorOptions): Layer.Layer<Redactor, InvalidRedactionConfig> =>
     Layer.effect(
       Redactor,
-      Effect.suspend(() => Effect.fromResult(Engine.make(options))).pipe(Effect.map(Redactor.fromEngine))
+      Effect.suspend(() => Effect.fromResult(Engine.makeEngine(options))).pipe(Effect.map(Redactor.fromEngine))
     )
 
   /** A redactor that redacts nothing (`REDACTION_ENABLED` off, no configuration to check). */
   static readonly layerDisabled: Layer.Layer<Redactor> = Layer.sync(
     Redactor,
-    () => Redactor.fromEngine(Engine.disabled)
+    () => Redactor.fromEngine(Engine.disabledEngine)
   )
 
   /** The service over an engine. */

@@ -10,9 +10,9 @@
 export { backtrackingConstruct, type CustomPattern, MAX_LENGTH_RATIO, MAX_MATCH_LENGTH } from "./CustomPatterns.ts"
 export {
   DEFAULT_MAX_DEPTH,
-  disabled as disabledEngine,
+  disabledEngine,
   type Engine,
-  make as makeEngine,
+  makeEngine,
   type Redaction,
   type RedactionCounts,
   type RedactorOptions
@@ -20,7 +20,7 @@ export {
 export { InvalidRedactionConfig, PayloadTooDeep, RedactionConfigProblem } from "./Errors.ts"
 export * as Iban from "./Iban.ts"
 export { InjectedSecrets, type Scrubbed } from "./InjectedSecrets.ts"
-export { stringify as stringifyJson } from "./JsonText.ts"
+export { stringifyJson } from "./JsonText.ts"
 export { BUILTIN_KINDS, type BuiltinKind, marker } from "./Kinds.ts"
 export * as Luhn from "./Luhn.ts"
 export * as PaymentCard from "./PaymentCard.ts"

@@ -10,6 +10,8 @@
  *   `**Rules**`, `**Example**`), never a Markdown `#` heading or a `Details:` line.
  * - No source file is over 450 lines unless its module doc says why (it names "450 lines").
  * - Layers are named `layer`, `layerConfig`, `layerMemory`, ...: no v3-style `*Live` export.
+ * - A barrel (`index.ts`) only re-exports, under the names its modules give (`export * as X` for a
+ *   namespace is fine; `export { a as b }` is a second name for one thing), and defines nothing.
  * - The "non-null, non-array object" guard is effect's `Predicate.isReadonlyObject` (one name: not its
  *   alias `Predicate.isObject`), never declared again as a local `isObject` (studio, a browser package
  *   without effect, keeps its own).
@@ -86,6 +88,20 @@ describe("source conventions", () => {
       ) => `${f.name}: ${m[1]}`)
     )
     expect(live).toEqual([])
+  })
+
+  it("barrels only re-export, under the modules' own names", () => {
+    const barrels = files.filter((f) => f.name.endsWith("/index.ts"))
+    expect(barrels.length).toBeGreaterThan(5)
+    const offending = barrels.flatMap((f) => {
+      const code = f.text.replace(/\/\*[\s\S]*?\*\//g, "")
+      const defines = /^\s*export\s+(const|let|function|class)\s/m.test(code) ? [`${f.name}: defines a value`] : []
+      const renames = [...code.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)].flatMap((m) =>
+        m[1]!.split(",").map((s) => s.trim()).filter((s) => /\sas\s/.test(s)).map((s) => `${f.name}: ${s}`)
+      )
+      return [...defines, ...renames]
+    })
+    expect(offending).toEqual([])
   })
 
   it("the non-null, non-array object guard is not declared again", () => {
