@@ -24,21 +24,22 @@
  * @since 0.1.0
  */
 import { HttpServerResponse } from "effect/http"
+import { Header } from "./Protocol.ts"
 
 /** Request headers MCP clients send (lowercase), every revision. */
 export const ALLOWED_HEADERS: ReadonlyArray<string> = [
   "authorization",
-  "content-type",
-  "accept",
-  "mcp-protocol-version",
-  "mcp-session-id",
-  "mcp-method",
-  "mcp-name",
-  "last-event-id"
+  Header.contentType,
+  Header.accept,
+  Header.protocolVersion,
+  Header.sessionId,
+  Header.method,
+  Header.name,
+  Header.lastEventId
 ]
 
 /** Response headers a browser client must be able to read. */
-export const EXPOSED_HEADERS: ReadonlyArray<string> = ["mcp-session-id", "www-authenticate", "retry-after"]
+export const EXPOSED_HEADERS: ReadonlyArray<string> = [Header.sessionId, "www-authenticate", "retry-after"]
 
 /** How long a browser may cache a preflight: 10 minutes (Chromium caps it at 2 hours). */
 export const MAX_AGE_SECONDS = 600

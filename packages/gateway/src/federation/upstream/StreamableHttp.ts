@@ -212,7 +212,7 @@ export const connect: Connect<UpstreamHttp | UpstreamAuth> = (target, options) =
       const result = yield* Effect.scoped(Effect.gen(function*() {
         const response = yield* http.send("POST", target.url, headers, body)
         if (response.status === 401 || response.status === 403) return yield* refused(response.status)
-        const session = response.headers["mcp-session-id"]
+        const session = response.headers[Header.sessionId]
         let found: Wire.Response | undefined
         if (response.status < 300 && Wire.mediaType(response) === "text/event-stream") {
           yield* Wire.readMessages(name, response, limit, (m) =>
