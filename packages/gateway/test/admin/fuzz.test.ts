@@ -269,8 +269,9 @@ layer(Fuzzed, Support.suiteOptions)("admin API under random input", (it) => {
             }
             for (const leak of LEAKS) assert.notMatch(reply.text, leak, where)
             // the path as the client resolves it (".." segments, percent-encoded dots), as the router sees it;
-            // the router also serves a collection with a trailing slash ("tokens/a%2Fb/.." -> "tokens/")
-            const resolved = new URL(input.path, "http://x").pathname
+            // the router also serves a collection with a trailing slash ("tokens/a%2Fb/.." -> "tokens/") and
+            // reads repeated slashes as one ("tokens//%2F/.." -> "tokens//")
+            const resolved = new URL(input.path, "http://x").pathname.replace(/\/{2,}/g, "/")
             const creation = input.method === "POST" && /^\/api\/v1\/(admin|client)-tokens\/?$/.test(resolved) &&
               reply.status === 201
             if (!creation) assert.notMatch(reply.text, TOKEN, where)

@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Yaml from "yaml"
-import { freePort, janus, tempHome } from "./run.ts"
+import { CLI_SEQUENCE_TIMEOUT, freePort, janus, tempHome } from "./run.ts"
 
 const TOKEN = `jns_${"d".repeat(43)}`
 const SECRET = "value-from-the-environment-4711"
@@ -151,7 +151,7 @@ describe.concurrent("janus apply and export", () => {
       }],
       endpoints: [Yaml.parse(base).endpoints[0]]
     })
-  }, 180_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 
   it("an invalid document is refused with its paths, and nothing is written", async () => {
     const home = tempHome()
@@ -198,5 +198,5 @@ describe.concurrent("janus apply and export", () => {
     assert.match(r.stderr, /cannot read the configuration document .*missing\.yaml: no such file or directory/)
     r = await janus(["export"], env)
     assert.strictEqual(r.stdout, "apiVersion: janus/v1\nkind: Configuration\n")
-  }, 120_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 })

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { freePort, janus, type Ran, tempHome } from "./run.ts"
+import { CLI_SEQUENCE_TIMEOUT, freePort, janus, type Ran, tempHome } from "./run.ts"
 
 const SECRET = "s3cr3t-VALUE-never-printed-4711"
 
@@ -217,7 +217,7 @@ describe("janus on an embedded database", () => {
 
     // the secret's value never appeared anywhere
     for (const o of outputs) assert.notInclude(o.stdout + o.stderr, SECRET)
-  }, 150_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 
   it("connection add --stdio: the program after --, refused unless JANUS_STDIO_COMMANDS allows it", async () => {
     const env = { JANUS_HOME: tempHome(), JANUS_PORT: String(await freePort()) }
@@ -274,5 +274,5 @@ describe("janus on an embedded database", () => {
     }
     r = await run(["connection", "remove", "memory"])
     assert.strictEqual(r.code, 0, r.stderr)
-  }, 150_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 })

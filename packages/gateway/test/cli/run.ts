@@ -22,6 +22,14 @@ export interface Ran {
 
 export { freePort } from "../support/Ports.ts"
 
+/**
+ * The time limit of a test that runs a sequence of `janus` commands. Each command is a new process that loads
+ * the CLI's modules and opens the database (PGlite boots from its files each time): 2-5 s on a quiet 2-core
+ * machine, several times that while CI runs two test files at once. It bounds a hang, not speed: speed lives
+ * in the benchmarks.
+ */
+export const CLI_SEQUENCE_TIMEOUT = 300_000
+
 export const tempHome = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-cli-"))
 
 export const janus = (

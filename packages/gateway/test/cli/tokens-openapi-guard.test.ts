@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fakeServer, FIXTURES, freePort, janus, type Ran, tempHome } from "./run.ts"
+import { CLI_SEQUENCE_TIMEOUT, fakeServer, FIXTURES, freePort, janus, type Ran, tempHome } from "./run.ts"
 
 describe.concurrent("janus token, openapi import and key rotate", () => {
   it("token create/list/revoke, openapi import, key rotate with JANUS_MASTER_KEY", async () => {
@@ -111,7 +111,7 @@ describe.concurrent("janus token, openapi import and key rotate", () => {
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)
     assert.match(r.stdout, /ok {4}master key: JANUS_MASTER_KEY valid .*1 previous key/)
     assert.notInclude(r.stdout + r.stderr, newKey!)
-  }, 150_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 
   it("refuses to open the embedded database while a server answers on JANUS_PORT", async () => {
     const server = await fakeServer()
