@@ -33,18 +33,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import type { LoadConfig, LoadResult } from "./support/loadgen.ts"
-import {
-  benchDir,
-  type Child,
-  cpuMsOf,
-  freePort,
-  gatewayBin,
-  rssOf,
-  runNode,
-  sleep,
-  spawnNode,
-  waitForOk
-} from "./support/Processes.ts"
+import * as Processes from "./support/Processes.ts"
 
 const WINDOW = Number(process.env.BENCH_FOOTPRINT_MS ?? 4_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 1_000)
@@ -52,11 +41,11 @@ const STORES = (process.env.BENCH_FOOTPRINT_STORES ?? "embedded,postgres").split
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
 const REVISIONS = ["2026-07-28", "2025-11-25"] as const
 
-const support = (name: string) => join(benchDir, "support", name)
+const support = (name: string) => join(Processes.benchDir, "support", name)
 const log = (message: string) => console.error(`[footprint] ${message}`)
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20)
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const children: Array<Child> = []
+const children: Array<Processes.Child> = []
 const cleanups: Array<() => Promise<void>> = []
 
 const stopAll = async () => {
@@ -76,29 +65,29 @@ const limits = {
 const settledRss = async (pid: number) => {
   const samples: Array<number> = []
   for (let i = 0; i < 5; i++) {
-    await sleep(1_000)
-    samples.push(rssOf(pid))
+    await Processes.sleep(1_000)
+    samples.push(Processes.rssOf(pid))
   }
   return median(samples)
 }
 
 const runLoad = (config: LoadConfig) =>
-  runNode(support("loadgen.ts"), [JSON.stringify(config)], {
+  Processes.runNode(support("loadgen.ts"), [JSON.stringify(config)], {
     timeoutMs: config.warmupMs + config.durationMs + 120_000
   }) as unknown as Promise<LoadResult>
 
 /** Allocation and CPU per call over one window at c=16 (the probe counts from the first SIGUSR2 to the second). */
-const measured = async (janus: Child, config: LoadConfig) => {
+const measured = async (janus: Processes.Child, config: LoadConfig) => {
   await runLoad({ ...config, durationMs: WARMUP, warmupMs: 0 })
   const reports = janus.lines.length
   janus.process.kill("SIGUSR2")
-  const cpuBefore = cpuMsOf(janus.pid)
+  const cpuBefore = Processes.cpuMsOf(janus.pid)
   const result = await runLoad({ ...config, warmupMs: 0 })
-  const cpuMs = cpuMsOf(janus.pid) - cpuBefore
+  const cpuMs = Processes.cpuMsOf(janus.pid) - cpuBefore
   janus.process.kill("SIGUSR2")
   await janus.waitForLine(/"allocatedBytes"/, 30_000)
   for (let i = 0; i < 100 && !janus.lines.slice(reports).some((l) => l.includes("\"allocatedBytes\"")); i++) {
-    await sleep(50)
+    await Processes.sleep(50)
   }
   const line = janus.lines.slice(reports).find((l) => l.includes("\"allocatedBytes\""))!
   const bytes = (JSON.parse(line) as { allocatedBytes: number }).allocatedBytes
@@ -131,11 +120,11 @@ const measureStore = async (store: string, downstreamUrl: string) => {
     env.DATABASE_URL = Redacted.value(Context.get(created.success, StorageTesting.TestDatabase).url)
     env.JANUS_MASTER_KEY = SecretBox.encodeKey(SecretBox.generateKey())
   }
-  const seeded = await runNode(support("seed.ts"), [home, downstreamUrl, "0"], { env })
+  const seeded = await Processes.runNode(support("seed.ts"), [home, downstreamUrl, "0"], { env })
   const token = seeded.token as string
-  const port = await freePort()
+  const port = await Processes.freePort()
   log(`${store}: starting Janus`)
-  const janus = spawnNode(gatewayBin, ["serve"], {
+  const janus = Processes.spawnNode(Processes.gatewayBin, ["serve"], {
     nodeArgs: ["--import", support("alloc-probe.ts"), ...NODE_ARGS],
     env: {
       ...env,
@@ -148,8 +137,8 @@ const measureStore = async (store: string, downstreamUrl: string) => {
     }
   })
   children.push(janus)
-  await waitForOk(`http://127.0.0.1:${port}/readyz`, 180_000, janus)
-  await sleep(5_000)
+  await Processes.waitForOk(`http://127.0.0.1:${port}/readyz`, 180_000, janus)
+  await Processes.sleep(5_000)
   const idle = await settledRss(janus.pid)
   let peak = 0
   const url = `http://127.0.0.1:${port}/mcp`
@@ -157,16 +146,16 @@ const measureStore = async (store: string, downstreamUrl: string) => {
     const base = { url, mode: "call", revision, token, warmupMs: WARMUP, durationMs: WINDOW } as const
     log(`${store}: ${revision} c=16 (allocation, CPU)`)
     const m = await measured(janus, { ...base, concurrency: 16 })
-    peak = Math.max(peak, rssOf(janus.pid))
+    peak = Math.max(peak, Processes.rssOf(janus.pid))
     log(`${store}: ${revision} c=64`)
     const heavy = await runLoad({ ...base, concurrency: 64 })
-    peak = Math.max(peak, rssOf(janus.pid))
+    peak = Math.max(peak, Processes.rssOf(janus.pid))
     results[`${store} ${revision} c=16: KB allocated/call; CPU µs/call; calls/s`] = `${m.kbPerCall.toFixed(1)}; ${
       Math.round(m.cpuUsPerCall)
     }; ${Math.round(m.rps)}`
     if (m.errors + heavy.errors > 0) notes.push(`${store} ${revision}: ${m.errors + heavy.errors} errors`)
   }
-  const loaded = rssOf(janus.pid)
+  const loaded = Processes.rssOf(janus.pid)
   const after = await settledRss(janus.pid)
   results[`${store} RSS MiB: idle; right after load (peak seen); 5 s later`] = `${mib(idle)}; ${mib(loaded)} (${
     mib(peak)
@@ -177,7 +166,7 @@ const measureStore = async (store: string, downstreamUrl: string) => {
 
 try {
   const loadAtStart = loadavg()[0]!.toFixed(2)
-  const downstream = spawnNode(support("downstream.ts"))
+  const downstream = Processes.spawnNode(support("downstream.ts"))
   children.push(downstream)
   const downstreamUrl = (await downstream.announced).url as string
   for (const store of STORES) await measureStore(store, downstreamUrl)
