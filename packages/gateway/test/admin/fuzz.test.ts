@@ -285,5 +285,5 @@ layer(Fuzzed, Support.suiteOptions)("admin API under random input", (it) => {
       expectStatus(yield* c.get("/api/v1/connections"), 200)
       const tokens = yield* AdminTokens
       assert.isTrue(Option.isSome(yield* tokens.verify(token)))
-    }))
+    }), 120_000) // 600 requests through the whole admin stack: 6 s alone, over 30 s in ci7 beside the CLI tests
 })

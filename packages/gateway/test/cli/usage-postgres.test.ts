@@ -8,7 +8,7 @@ import * as StorageTesting from "@janus/storage/testing"
 import { Effect, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
-import { freePort, janus, tempHome } from "./run.ts"
+import { CLI_SEQUENCE_TIMEOUT, freePort, janus, tempHome } from "./run.ts"
 import { testDatabase } from "./TestDatabase.ts"
 
 const COMMANDS = [
@@ -81,7 +81,7 @@ describe.concurrent("janus usage and flag errors", () => {
       assert.match(r.stderr, stderr, args.join(" "))
       assert.notMatch(r.stderr, /\n\s+at /, "no stack trace") // the operator's mistake, not a crash
     }
-  }, 90_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 
   it("an invalid configuration is listed, with exit code 78", async () => {
     const r = await janus(["doctor"], { DATABASE_URL: "postgres://127.0.0.1:1/x", JANUS_PORT: "99999" })
@@ -137,7 +137,7 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     assert.strictEqual(db.verdict, "FAIL")
     assert.match(db.detail, /not reachable: .*check DATABASE_URL/)
     for (const o of [r.stdout, r.stderr]) assert.notInclude(o, key)
-  }, 90_000)
+  }, CLI_SEQUENCE_TIMEOUT)
 })
 
 describe("janus audit verify on Postgres", async () => {
