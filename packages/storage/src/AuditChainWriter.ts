@@ -113,6 +113,8 @@ export const make = Effect.fnUntraced(function*({ chain, keys, onRefused, sql }:
             "rewritten in the database); records are still written, the head is not re-signed"
         )
       }
+      // set before the commit: should the transaction roll back, the next one-statement write finds another
+      // head in the table than this one, writes nothing, and takes the checked way again
       known = signed === undefined ? undefined : { firstSeq, firstPrevHash, mac: signed.mac, keyId: signed.keyId }
       yield* sql`INSERT INTO audit_chains (chain, first_seq, first_prev_hash, last_seq, last_hash, head_mac,
           head_key_id)
