@@ -11,8 +11,9 @@
  *    apart);
  * 3. load: the toolcall bench's closed loop (c=16, then c=64) for both
  *    revisions; at c=16 the allocation per call (bytes allocated on the JS
- *    heap over the window / calls sent, V8 `GCProfiler`) and CPU per call
- *    (/proc) are measured;
+ *    heap over the window / calls sent, V8 `GCProfiler`), the collections in
+ *    the window (count and pauses, young and full) and CPU per call (/proc)
+ *    are measured;
  * 4. loaded: RSS right after the load, and again 5 s later.
  *
  * Targets (issue #19): at most 30 KB allocated per tools/call; embedded idle
@@ -76,7 +77,26 @@ const runLoad = (config: LoadConfig) =>
     timeoutMs: config.warmupMs + config.durationMs + 120_000
   }) as unknown as Promise<LoadResult>
 
-/** Allocation and CPU per call over one window at c=16 (the probe counts from the first SIGUSR2 to the second). */
+/** What `support/alloc-probe.ts` reports about the collections in its window. */
+interface GcPauses {
+  readonly count: number
+  readonly totalMs: number
+  readonly maxMs: number
+}
+interface GcSummary {
+  readonly windowMs: number
+  readonly young: GcPauses
+  readonly full: GcPauses
+}
+
+const gcCell = ({ full, windowMs, young }: GcSummary) => {
+  const perSecond = (n: number) => (1000 * n / Math.max(1, windowMs)).toFixed(1)
+  const mean = (p: GcPauses) => (p.count === 0 ? 0 : p.totalMs / p.count).toFixed(2)
+  return `${young.count} (${perSecond(young.count)}/s); ${mean(young)}; ${young.maxMs.toFixed(2)}; ` +
+    `${(100 * young.totalMs / Math.max(1, windowMs)).toFixed(1)}%; ${full.count}; ${full.maxMs.toFixed(2)}`
+}
+
+/** Allocation, CPU and collections per call over one window at c=16 (the probe counts from the first SIGUSR2 to the second). */
 const measured = async (janus: Processes.Child, config: LoadConfig) => {
   await runLoad({ ...config, durationMs: WARMUP, warmupMs: 0 })
   const reports = janus.lines.length
@@ -90,10 +110,11 @@ const measured = async (janus: Processes.Child, config: LoadConfig) => {
     await Processes.sleep(50)
   }
   const line = janus.lines.slice(reports).find((l) => l.includes("\"allocatedBytes\""))!
-  const bytes = (JSON.parse(line) as { allocatedBytes: number }).allocatedBytes
+  const report = JSON.parse(line) as { allocatedBytes: number; gc: GcSummary }
   const calls = Math.max(1, result.sent)
   return {
-    kbPerCall: bytes / 1024 / calls,
+    gc: report.gc,
+    kbPerCall: report.allocatedBytes / 1024 / calls,
     cpuUsPerCall: (1000 * cpuMs) / calls,
     rps: result.rps,
     errors: result.errors
@@ -153,6 +174,9 @@ const measureStore = async (store: string, downstreamUrl: string) => {
     results[`${store} ${revision} c=16: KB allocated/call; CPU µs/call; calls/s`] = `${m.kbPerCall.toFixed(1)}; ${
       Math.round(m.cpuUsPerCall)
     }; ${Math.round(m.rps)}`
+    results[
+      `${store} ${revision} c=16 GC: scavenges (per s); mean, max pause ms; share of the window; full GCs; max pause ms`
+    ] = gcCell(m.gc)
     if (m.errors + heavy.errors > 0) notes.push(`${store} ${revision}: ${m.errors + heavy.errors} errors`)
   }
   const loaded = Processes.rssOf(janus.pid)
