@@ -54,6 +54,7 @@ for (const name of names) {
 
 // The machine is shared: record how busy it was, so a reader can tell a slow run from a slow build.
 const loadAtStart = loadavg()[0]!.toFixed(2)
+const benchStarted = Date.now()
 const sections: Array<string> = []
 let failed = false
 for (const name of names) {
@@ -111,7 +112,9 @@ const header = [
   `Machine: ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ` +
   `Node ${process.version}, ${process.platform}/${process.arch}.`,
   `Command: \`npm run bench${selected.length > 0 ? ` -- ${selected.join(" ")}` : ""}\``,
-  `Load average (1 min) at start: ${loadAtStart}, at end: ${loadavg()[0]!.toFixed(2)}.`
+  `Load average (1 min) at start: ${loadAtStart}, at end: ${loadavg()[0]!.toFixed(2)}.`,
+  // #19: the whole bench must run in under 10 minutes from a fresh clone; the reader sees whether it did
+  `Whole run: ${((Date.now() - benchStarted) / 60_000).toFixed(1)} min.`
 ].join("\n")
 
 const file = join(root, "BENCHMARKS.md")
