@@ -54,6 +54,8 @@ interface KnownHead {
 const ROW_COLUMNS = [...HASHED, "chain", "seq", "prev_hash", "hash"].join(", ")
 
 export interface ChainWriter {
+  /** The chain's last seq when this writer started. */
+  readonly base: number
   /** Writes `batch` after the chain's position with its head; the position it reaches (not yet advanced to). */
   readonly write: (batch: ReadonlyArray<InsertRow>) => Effect.Effect<Position, SqlError>
   /** The batch that reached `to` is committed. */
@@ -203,6 +205,7 @@ export const make = Effect.fnUntraced(function*({ chain, keys, onRefused, sql }:
     }))
 
   return {
+    base: stored[0] === undefined ? 0 : Number(stored[0].last_seq),
     write: (batch) => Effect.catchIf(writeAll(batch), isRefusal, () => writeIsolating(batch)),
     advance: (to) => {
       position = to

@@ -15,7 +15,13 @@
  *   trip and a call answered after `record` returned has its row. The wait is
  *   bounded by `durableTimeout` (10 s; while the database is down): past it
  *   `record` returns, the record stays buffered and retried, and the late
- *   record is counted in `janus.audit.late`. `"async"`: `record` returns at
+ *   record is counted in `janus.audit.late`. With a journal (`journalDir`,
+ *   the embedded store) `"sync"` instead returns once the record is appended
+ *   to it (`AuditJournal`, as durable there as the commit) and the batches
+ *   are written as with `"async"`; `query` then writes what is buffered
+ *   first, so an answered call's record is always found; records a dead
+ *   process journaled are written when the next writer starts.
+ *   `"async"`: `record` returns at
  *   once; records buffered when the process dies (at most `flushInterval`,
  *   1 s, of records, or what an outage kept) are lost.
  * - Chains: each writer (one per process) has its own chain (`chain`, by
@@ -61,8 +67,10 @@ import { Clock, Context, Deferred, Duration, Effect, Layer, Metric, Queue, Semap
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
+import * as Fs from "node:fs"
 import { hostname } from "node:os"
 import * as AuditChainWriter from "./AuditChainWriter.ts"
+import * as AuditJournal from "./AuditJournal.ts"
 import { type AuditPage, type AuditQuery, makeQuery } from "./AuditRead.ts"
 import { type AuditInput, type InsertRow, toInsertRow } from "./AuditRows.ts"
 import type { InvalidInput } from "./Errors.ts"
@@ -107,11 +115,21 @@ export interface AuditLogOptions {
   readonly durableTimeout?: Duration.Input | undefined
   /** This writer's chain (default `<host>:<pid>:<random>`). */
   readonly chain?: string | undefined
+  /**
+   * `sync`: journal each record in this directory and return once it is appended, instead of waiting for
+   * its commit (`AuditJournal`: the embedded store, whose commit is no more durable than the append).
+   */
+  readonly journalDir?: string | undefined
 }
 
 /** The options of the storage's own audit log (the gateway sets them from AUDIT_DURABILITY). */
 export const AuditLogSettings = Context.Reference<AuditLogOptions>("@janus/storage/AuditLogSettings", {
   defaultValue: () => ({})
+})
+
+/** Where the storage keeps the audit journal, if it has one (the embedded store sets it; see `AuditJournal`). */
+export const AuditJournalDir = Context.Reference<string | undefined>("@janus/storage/AuditJournalDir", {
+  defaultValue: () => undefined
 })
 
 export class AuditLog extends Context.Service<AuditLog, {
@@ -134,7 +152,11 @@ export class AuditLog extends Context.Service<AuditLog, {
 
   /** The audit log with `AuditLogSettings` (default: 1 s, 500 per batch, 100,000 buffered, `sync`). */
   static readonly layer: Layer.Layer<AuditLog, never, SqlClient.SqlClient | MasterKey> = Layer.unwrap(
-    Effect.map(Effect.service(AuditLogSettings), (options) => AuditLog.layerWith(options))
+    Effect.gen(function*() {
+      const options = yield* AuditLogSettings
+      const journalDir = options.journalDir ?? (yield* AuditJournalDir)
+      return AuditLog.layerWith({ ...options, journalDir })
+    })
   )
 }
 
@@ -147,6 +169,9 @@ interface Group {
 interface Buffered {
   readonly row: InsertRow
   readonly group: Group | undefined
+  /** Its number and segment in the journal, when journaled. */
+  readonly jid: number
+  readonly segment: AuditJournal.Segment | undefined
 }
 
 const defaultChain = (): string => `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
@@ -175,20 +200,37 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   let group: Group | undefined
   // where this writer's chain stands (only the flush, under `writing`, moves it)
 
+  // the journaled records of the batch being written, by row (to mark those Postgres refuses dropped)
+  let writingJids: Map<InsertRow, number> | undefined
   const writer = yield* AuditChainWriter.make({
     sql,
     keys,
     chain,
-    onRefused: (refused, of) =>
+    onRefused: (refused, of): Effect.Effect<void> =>
       Effect.andThen(
-        Metric.update(auditDropped, refused.length),
+        Effect.sync(() => journal?.dropped(refused.flatMap(({ row }) => writingJids?.get(row) ?? []))),
+        Metric.update(auditDropped, refused.length)
+      ).pipe(Effect.andThen(
         Effect.logWarning(
           `audit log: Postgres refused ${refused.length} of ${of} records (${
             describeRefusals(refused)
           }); wrote the others, dropped those (counted in janus.audit.dropped)`
         )
-      )
+      ))
   })
+
+  // AUDIT_DURABILITY=sync on the embedded store: a record is durable once journaled (see `AuditJournal`)
+  const journalDir = sync ? options.journalDir : undefined
+  const journal: AuditJournal.AuditJournal | undefined = journalDir === undefined ? undefined : AuditJournal.open(
+    { dir: journalDir, chain, base: writer.base },
+    (error) =>
+      Effect.runFork(Effect.logWarning(
+        `audit log: cannot write the audit journal in ${journalDir} (${
+          error instanceof Error ? error.message : String(error)
+        }); calls now wait for their record's commit instead`
+      ))
+  )
+  let nextJid = 0
 
   const drops = DropReport.make({
     metric: auditDropped,
@@ -205,20 +247,30 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   const settle = (batch: ReadonlyArray<Buffered>) => {
     for (const item of batch) {
       if (item.group !== undefined && --item.group.pending === 0) Deferred.doneUnsafe(item.group.done, Effect.void)
+      if (item.segment !== undefined) journal!.settle(item.segment)
     }
   }
 
+  /** `batch` is dropped unwritten: the journal says so (a replay skips it), then it is settled. */
+  const dropUnwritten = (batch: ReadonlyArray<Buffered>) => {
+    journal?.dropped(batch.flatMap((item) => item.segment === undefined ? [] : [item.jid]))
+    settle(batch)
+  }
+
   // --- writer --------------------------------------------------------------------
-  const push = (input: AuditInput, at: Date): Effect.Effect<void> =>
+  const push = (row: InsertRow): Effect.Effect<void> =>
     Effect.suspend(() => {
       let joined: Group | undefined
-      if (sync) {
+      const jid = ++nextJid
+      const segment = journal?.append(jid, row)
+      if (sync && segment === undefined) {
         joined = group ??= { done: Deferred.makeUnsafe<void>(), pending: 0 }
         joined.pending++
       }
-      const droppedOne = buffer.push({ row: toInsertRow(input, at), group: joined })
-      if (sync || buffer.size >= earlyFlushAt) Queue.offerUnsafe(wake, undefined)
-      const noted = droppedOne ? drops.note(1) : Effect.void
+      const evicted = buffer.pushEvicting({ row, group: joined, jid, segment })
+      if (evicted !== undefined) dropUnwritten([evicted])
+      if (joined !== undefined || buffer.size >= earlyFlushAt) Queue.offerUnsafe(wake, undefined)
+      const noted = evicted !== undefined ? drops.note(1) : Effect.void
       if (joined === undefined) return noted
       return Effect.andThen(
         noted,
@@ -231,8 +283,8 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
 
   const record = (input: AuditInput): Effect.Effect<void> =>
     input.at instanceof Date && !Number.isNaN(input.at.getTime())
-      ? push(input, input.at)
-      : Effect.flatMap(Clock.currentTimeMillis, (now) => push(input, new Date(now)))
+      ? push(toInsertRow(input, input.at))
+      : Effect.flatMap(Clock.currentTimeMillis, (now) => push(toInsertRow(input, new Date(now))))
 
   /**
    * Takes one batch and writes it with one INSERT (by halves when Postgres refuses some record); when the
@@ -243,6 +295,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       const batch = buffer.take(size)
       if (batch.length === 0) return Effect.void
       const rows = batch.map((item) => item.row)
+      writingJids = journal === undefined ? undefined : new Map(batch.map((item) => [item.row, item.jid]))
       return writer.write(rows).pipe(
         Effect.flatMap((to) =>
           Effect.sync(() => {
@@ -253,7 +306,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
         Effect.tapCause(() =>
           Effect.suspend(() => {
             const lost = buffer.unshiftAll(batch)
-            if (lost > 0) settle(batch.slice(0, lost))
+            if (lost > 0) dropUnwritten(batch.slice(0, lost))
             return lost > 0 ? drops.note(lost) : Effect.void
           })
         )
@@ -261,8 +314,9 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     }))
 
   const flush: Effect.Effect<void, StorageError> = writing.withPermit(Effect.suspend(() => {
-    // the records buffered now form one group; later ones join the next
+    // the records buffered now form one group (and journal segment); later ones join the next
     group = undefined
+    journal?.rotate()
     let remaining = buffer.size
     const next: Effect.Effect<void, SqlError> = Effect.suspend(() => {
       if (remaining <= 0) return Effect.void
@@ -277,10 +331,48 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   yield* Effect.addFinalizer(() =>
     drops.finalFlush(flush, () => {
       const rest = buffer.take(buffer.size)
-      settle(rest)
+      // their waiters wake; their journal segments stay, for the next start to write them
+      settle(rest.map((item) => ({ ...item, segment: undefined })))
       return rest.length
-    })
+    }).pipe(Effect.ensuring(Effect.sync(() => journal?.close())))
   )
+
+  // Records journaled by a process that ended before writing them: written by this writer (see `AuditJournal`).
+  if (options.journalDir !== undefined) yield* recoverJournal(options.journalDir)
+
+  /** Buffers what the journals in `dir` hold and their chains do not; removes those journals once safe. */
+  function recoverJournal(dir: string) {
+    return Effect.gen(function*() {
+      const recovered = yield* AuditJournal.recover(dir, (of) =>
+        Effect.map(
+          sql<{ last_seq: unknown }>`SELECT last_seq FROM audit_chains WHERE chain = ${of}`,
+          (rows) => rows[0] === undefined ? undefined : Number(rows[0].last_seq)
+        ))
+      if (recovered.files.length === 0) return
+      let journaled = true
+      for (const row of recovered.rows) {
+        const jid = ++nextJid
+        const segment = journal?.append(jid, row)
+        if (segment === undefined) journaled = false
+        const evicted = buffer.pushEvicting({ row, group: undefined, jid, segment })
+        if (evicted !== undefined) dropUnwritten([evicted])
+      }
+      // journaled again, the old journals can go; otherwise only once the records are written
+      if (!journaled) yield* flush
+      for (const file of recovered.files) Fs.rmSync(file, { force: true })
+      if (recovered.rows.length > 0) {
+        yield* Effect.logWarning(
+          `audit log: ${recovered.rows.length} records journaled by a process that ended before writing them ` +
+            `are written now (chain ${chain})`
+        )
+      }
+    }).pipe(Effect.catch((error) =>
+      Effect.logWarning(
+        `audit log: the audit journal in ${dir} could not be recovered now (kept for the next start)`,
+        error
+      )
+    ))
+  }
 
   const backoff = (failures: number): Duration.Duration =>
     Duration.millis(Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures - 1, 20)))
@@ -312,7 +404,10 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
     flush,
     buffered: Effect.sync(() => buffer.size),
     chain,
-    query: makeQuery(sql)
+    // journaled records are written in the background: a query first writes what is buffered (read your writes)
+    query: journal === undefined
+      ? makeQuery(sql)
+      : (query) => Effect.andThen(Effect.ignore(flush), makeQuery(sql)(query))
   })
 })
 

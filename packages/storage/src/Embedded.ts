@@ -16,12 +16,17 @@
  *   owner's process id).
  * - PGlite runs in a worker thread unless `thread: "main"` is asked for, so
  *   statements do not stall request handling.
+ * - With AUDIT_DURABILITY=sync an audit record is durable once appended to
+ *   the audit journal `<dataDir>.audit-journal` (`AuditJournal`), and written
+ *   to the database in batches; `layerMemory` has no journal (nothing of it
+ *   outlives the process anyway).
  *
  * @since 0.1.0
  */
 import { Config, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import * as Path from "node:path"
+import { AuditJournalDir } from "./AuditLog.ts"
 import * as CacheSettings from "./CacheSettings.ts"
 import * as SecretBox from "./Crypto.ts"
 import type { InvalidMasterKey } from "./Errors.ts"
@@ -62,7 +67,9 @@ export const layer = (
   // `fresh`: every call is its own database instance, even though the service layers inside are shared values.
   return Layer.fresh(layerServices.pipe(
     Layer.provideMerge(Layer.merge(PgliteClient.layer({ dataDir, thread: options.thread }), keys)),
-    Layer.provide(settings(options))
+    Layer.provide(settings(options)),
+    // beside the data, under its lock: AUDIT_DURABILITY=sync appends here instead of waiting for PGlite's commit
+    Layer.provide(Layer.succeed(AuditJournalDir, `${dataDir}.audit-journal`))
   ))
 }
 

@@ -133,6 +133,8 @@ export const AuditRoutes: Layer.Layer<
         if (since !== undefined && Number.isNaN(since.getTime())) {
           return yield* Problem.invalidFields([{ path: "since", message: "expected an ISO 8601 instant" }])
         }
+        // the records of calls already answered first (journaled ones are written in the background)
+        yield* Effect.ignore(audit.flush)
         const report = yield* AuditChain.verify({ since }).pipe(
           Effect.provideService(SqlClient.SqlClient, sql),
           Effect.provideService(MasterKey, keys),

@@ -13,8 +13,9 @@
  *   trace id of the call's span, so a record is found from a log line or a
  *   trace and back.
  * - With AUDIT_DURABILITY=sync (the default) `record` returns once the row is
- *   committed (storage's `AuditLog`, group commit), so the call is answered
- *   only after that; the `calls` event for Studio is written after the row.
+ *   durable (storage's `AuditLog`: committed on Postgres, group commit;
+ *   journaled on the embedded store), so the call is answered only after
+ *   that; the `calls` event for Studio is written after the row.
  * - Argument and response bodies are never recorded, only their sizes.
  *
  * @since 0.1.0

@@ -63,7 +63,8 @@ export const VARIABLES = {
   AUDIT_DURABILITY: variable(
     Settings.oneOf(["sync", "async"]),
     "sync",
-    "sync: a call is answered only after its audit row is committed (group commit); async: answered at once, and " +
+    "sync: a call is answered only after its audit row is durable (Postgres: committed, group commit; embedded: " +
+      "appended to the audit journal beside the database); async: answered at once, and " +
       "the rows of up to the last second (or of a database outage) are lost if the process dies"
   ),
   AUDIT_RETENTION: variable(

@@ -27,6 +27,12 @@ export class Ring<A> {
     this.size++
     return droppedOne
   }
+  /** Appends `item`; returns the oldest item when it was dropped to make room. */
+  pushEvicting(item: A): A | undefined {
+    const oldest = this.size === this.capacity ? this.slots[this.head] : undefined
+    this.push(item)
+    return oldest
+  }
   /** Removes and returns up to `n` of the oldest items. */
   take(n: number): Array<A> {
     const count = Math.min(n, this.size)
