@@ -24,7 +24,7 @@
  * Environment: BENCH_OTEL_ROUNDS (default 5), BENCH_OTEL_WINDOW_MS (3000),
  * BENCH_OTEL_WARMUP_MS (500), BENCH_OTEL_CONCURRENCY (4).
  *
- * Prints one JSON object: `{ results, notes }` (the runner's format).
+ * Prints one JSON object: `{ title, results, notes }` (the runner's format).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
@@ -193,7 +193,11 @@ try {
     "effect = effect's OTLP exporter (http/protobuf); SDK = @effect/opentelemetry NodeSdk with the OpenTelemetry " +
     "SDK's gRPC exporters; both with parentbased_traceidratio, new traces (no traceparent sent)"
   ]
-  console.log(JSON.stringify({ results, notes }))
+  console.log(JSON.stringify({
+    title: "OpenTelemetry export: CPU and allocation per tools/call, off / 100 % / 1 %",
+    results,
+    notes
+  }))
 } finally {
   await stopAll()
 }
