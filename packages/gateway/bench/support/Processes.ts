@@ -9,6 +9,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createServer } from "node:net"
+import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 
@@ -25,6 +26,28 @@ export const freePort = (): Promise<number> =>
   })
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * `f` over `items`, at most `limit` at a time (default: one per core), results in order: for set-up that
+ * is not measured (seeding, starting gateways), which one after another costs the bench its wall time and
+ * all at once only thrashes a small machine.
+ */
+export const inParallel = async <A, B>(
+  items: ReadonlyArray<A>,
+  f: (item: A, index: number) => Promise<B>,
+  limit = availableParallelism()
+): Promise<Array<B>> => {
+  const results: Array<B> = new Array(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++
+      results[index] = await f(items[index]!, index)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker))
+  return results
+}
 
 export const rssOf = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
