@@ -78,10 +78,15 @@ const settledRss = async (pid: number) => {
   return median(samples)
 }
 
-const runLoad = (config: LoadConfig) =>
-  Processes.runNode(support("loadgen.ts"), [JSON.stringify(config)], {
-    timeoutMs: config.warmupMs + config.durationMs + 120_000
-  }) as unknown as Promise<LoadResult>
+/** The loadgen process of every window, started once (a process start per window cost ~0.5 s each). */
+let loadgen: Processes.Loadgen | undefined
+const runLoad = (config: LoadConfig) => {
+  if (loadgen === undefined) {
+    loadgen = Processes.startLoadgen(support("loadgen.ts"))
+    children.push(loadgen.child)
+  }
+  return loadgen.run(config) as unknown as Promise<LoadResult>
+}
 
 /** What `support/alloc-probe.ts` reports about the collections in its window. */
 interface GcPauses {

@@ -18,10 +18,11 @@
  * - CPU per call: the gateway process's CPU time (/proc) over the window /
  *   calls sent. Allocation per call: bytes allocated on its heap over the
  *   window (`support/alloc-probe.ts`) / calls sent.
- * - Load: `support/loadgen.ts`, closed loop, `BENCH_OTEL_CONCURRENCY`
- *   connections (default 4), 2026-07-28 stateless tools/call of `get_pet`.
- * - The five homes are seeded and the five gateways started a core's worth
- *   at a time, then warmed once, all at once (their first calls compile the hot path); each
+ * - Load: `support/loadgen.ts` (one process for every window), closed loop,
+ *   `BENCH_OTEL_CONCURRENCY` connections (default 4), 2026-07-28 stateless
+ *   tools/call of `get_pet`.
+ * - One home is seeded and copied for the other four; the five gateways
+ *   are started a core's worth at a time, then warmed once, all at once (their first calls compile the hot path); each
  *   window then has a short warm-up of its own (new connections).
  *
  * Environment: BENCH_OTEL_ROUNDS (default 5), BENCH_OTEL_WINDOW_MS (2000),
@@ -30,7 +31,7 @@
  *
  * Prints one JSON object: `{ title, results, notes }` (the runner's format).
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import type { LoadConfig, LoadResult } from "./support/loadgen.ts"
@@ -41,8 +42,10 @@ import {
   freePort,
   gatewayBin,
   inParallel,
+  type Loadgen,
   runNode,
   spawnNode,
+  startLoadgen,
   waitForOk
 } from "./support/Processes.ts"
 
@@ -101,11 +104,18 @@ const median = (values: ReadonlyArray<number>): number => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** The loadgen process of every window, started once (a process start per window cost ~0.5 s each). */
+let loadgen: Loadgen | undefined
+
 const measure = async (janus: Child, config: LoadConfig) => {
+  if (loadgen === undefined) {
+    loadgen = startLoadgen(support("loadgen.ts"))
+    children.push(loadgen.child)
+  }
   const allocated = janus.lines.length
   janus.process.kill("SIGUSR2")
   const cpuBefore = cpuMsOf(janus.pid)
-  const result = await runNode(support("loadgen.ts"), [JSON.stringify(config)]) as unknown as LoadResult
+  const result = await loadgen.run(config) as unknown as LoadResult
   const cpuMs = cpuMsOf(janus.pid) - cpuBefore
   janus.process.kill("SIGUSR2")
   const line = await janus.waitForLine(/"allocatedBytes"/, 30_000)
@@ -125,12 +135,24 @@ try {
   children.push(sinkChild)
   const sink = (await sinkChild.announced) as { http: string; grpc: string }
 
-  // nothing is measured yet: seed and start the five a core's worth at a time (one after another took half a minute)
-  log("seeding and starting the five gateways, one per core at a time")
-  const gateways = await inParallel(MODES, async (mode) => {
+  // Nothing is measured yet. Seeding makes a database (PGlite's initdb and the migrations), the longest step of
+  // all: seed one home and copy it for the others (the same rows, master key and token; each gateway owns its
+  // copy), then start the five a core's worth at a time. One after another, this took over half a minute.
+  log("seeding one JANUS_HOME through storage")
+  const seedHome = mkdtempSync(join(tmpdir(), "janus-bench-otel-"))
+  homes.push(seedHome)
+  const token = (await runNode(support("seed.ts"), [seedHome, downstreamUrl, "0"])).token as string
+  // every copy is made before any gateway opens the original
+  const modeHomes = MODES.map((_, index) => {
+    if (index === 0) return seedHome
     const home = mkdtempSync(join(tmpdir(), "janus-bench-otel-"))
     homes.push(home)
-    const seeded = await runNode(support("seed.ts"), [home, downstreamUrl, "0"])
+    cpSync(seedHome, home, { recursive: true })
+    return home
+  })
+  log("starting the five gateways on copies of it, one per core at a time")
+  const gateways = await inParallel(MODES, async (mode, index) => {
+    const home = modeHomes[index]!
     const port = await freePort()
     const child = spawnNode(gatewayBin, ["serve"], {
       nodeArgs: ["--import", support("alloc-probe.ts")],
@@ -147,7 +169,7 @@ try {
     })
     children.push(child)
     await waitForOk(`http://127.0.0.1:${port}/readyz`, 180_000, child)
-    return { mode, child, url: `http://127.0.0.1:${port}/mcp`, token: seeded.token as string }
+    return { mode, child, url: `http://127.0.0.1:${port}/mcp`, token }
   })
   const loadOf = (gateway: typeof gateways[number]) => ({
     url: gateway.url,

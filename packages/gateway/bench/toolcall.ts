@@ -14,7 +14,9 @@
  *   undici with one route making the same downstream call and nothing else
  *   (`support/effect-floor.ts`), 2026-07-28 only: what any gateway on this
  *   stack pays, so Janus's own cost per call is Janus minus the floor;
- * - the load generator (`support/loadgen.ts`), one process per measurement.
+ * - the load generator (`support/loadgen.ts`): one process for every point
+ *   of 1. and 2. (one phase after another), its own for each warm-up, the
+ *   profile and the span runs.
  *
  * Measured, one after the other, interleaved per concurrency level so the
  * three targets see the same machine:
@@ -61,9 +63,11 @@ import {
   cpuMsOf,
   freePort,
   gatewayBin,
+  type Loadgen,
   rssOf,
   runNode,
   spawnNode,
+  startLoadgen,
   waitForOk
 } from "./support/Processes.ts"
 import { type CpuProfile, formatShares, summarize } from "./support/profile.ts"
@@ -132,17 +136,20 @@ const stop = async (child: Child) => {
   await child.stop()
 }
 
-/** One loadgen process; `server` is the process whose CPU per request is reported. */
+/** The loadgen process of every point, started once (a process start per point cost ~0.5 s each). */
+let loadgen: Loadgen | undefined
+
+/** One point; `server` is the process whose CPU per request is reported. */
 const load = async (
   config: Omit<LoadConfig, "warmupMs" | "durationMs">,
   server: Child
 ): Promise<LoadResult & { readonly serverCpuUsPerCall: number }> => {
+  if (loadgen === undefined) {
+    loadgen = startLoadgen(support("loadgen.ts"))
+    children.push(loadgen.child)
+  }
   const cpuBefore = cpuMsOf(server.pid)
-  const result = await runNode(
-    support("loadgen.ts"),
-    [JSON.stringify({ warmupMs: WARMUP, durationMs: DURATION, ...config })],
-    { timeoutMs: WARMUP + DURATION + 120_000 }
-  ) as unknown as LoadResult
+  const result = await loadgen.run({ warmupMs: WARMUP, durationMs: DURATION, ...config }) as unknown as LoadResult
   const serverCpuUsPerCall = Math.round((1000 * (cpuMsOf(server.pid) - cpuBefore)) / Math.max(1, result.sent))
   return { ...result, serverCpuUsPerCall }
 }
@@ -400,7 +407,7 @@ try {
 
   notes.unshift(
     `duration ${DURATION} ms after ${WARMUP} ms warm-up per point, every server first warmed once for ` +
-      `${FIRST_WARMUP} ms (all at once, c=8); one loadgen process per point (undici Pool, ` +
+      `${FIRST_WARMUP} ms (all at once, c=8); one loadgen process for all points, a new undici Pool per point (` +
       "keep-alive, one connection per concurrent caller); 2025-11-25: one session per connection (Janus issues " +
       "Mcp-Session-Id; the SDK's default createMcpHandler serves 2025 statelessly and issues none)",
     "direct = the downstream alone; the SDK server calls it with global fetch, Janus with its pooled undici client " +
