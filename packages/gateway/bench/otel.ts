@@ -22,8 +22,9 @@
  *   `BENCH_OTEL_CONCURRENCY` connections (default 4), 2026-07-28 stateless
  *   tools/call of `get_pet`.
  * - One home is seeded and copied for the other four; the five gateways
- *   are started a core's worth at a time, then warmed once, all at once (their first calls compile the hot path); each
- *   window then has a short warm-up of its own (new connections).
+ *   are started a core's worth at a time, then warmed once, all at once
+ *   (their first calls compile the hot path); each window then has a short
+ *   warm-up of its own (new connections).
  *
  * Environment: BENCH_OTEL_ROUNDS (default 5), BENCH_OTEL_WINDOW_MS (2000),
  * BENCH_OTEL_WARMUP_MS (250), BENCH_OTEL_FIRST_WARMUP_MS (1500),

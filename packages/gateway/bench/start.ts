@@ -28,7 +28,10 @@ const rssOf = (pid: number): number => {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024
 }
 
-/** Starts `janus serve` on `home` until ready; with `idleRss`, its RSS 1 s later (the restart's; the first start's is not reported). */
+/**
+ * Starts `janus serve` on `home` until ready; with `idleRss`, its RSS 1 s later (the restart's: the first
+ * start's is not reported, so it does not wait for it).
+ */
 async function startOnce(home: string, idleRss: boolean): Promise<{ readyMs: number; rssIdle: number }> {
   const port = await freePort()
   const started = performance.now()

@@ -73,7 +73,8 @@ import {
 import { type CpuProfile, formatShares, summarize } from "./support/profile.ts"
 import * as Spans from "./support/spans.ts"
 
-// #19: the whole `npm run bench` under 10 minutes; 3 s windows gave the same figures as 5 s within this machine's noise
+// #19 (the whole `npm run bench` under 10 minutes): 3 s points after 500 ms, every server warmed once at the
+// start (were 5 s after 1 s each)
 const DURATION = Number(process.env.BENCH_DURATION_MS ?? 3_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 500)
 const FIRST_WARMUP = Number(process.env.BENCH_FIRST_WARMUP_MS ?? 1_500)
