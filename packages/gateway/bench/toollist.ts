@@ -29,7 +29,8 @@ import {
 } from "./support/Processes.ts"
 
 const TOOLS = Number(process.env.BENCH_TOOLS ?? 1_000)
-// #19 (the whole `npm run bench` under 10 minutes): 3 s of listings, ~300 at ~10 ms each, after the two by fetch
+// #19 (the whole `npm run bench` under 10 minutes): 3 s of listings (about 250 at ~10 ms each here), after
+// the two by fetch
 const DURATION = Number(process.env.BENCH_DURATION_MS ?? 3_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 500)
 const support = (name: string) => join(benchDir, "support", name)
