@@ -26,6 +26,8 @@ const benches: Record<string, string> = {
   otel: "packages/gateway/bench/otel.ts",
   federated: "packages/gateway/bench/federated.ts",
   footprint: "packages/gateway/bench/footprint.ts",
+  // ~7 s: in process, no gateway
+  audit: "packages/gateway/bench/audit.ts",
   eventlog: "packages/storage/bench/eventlog.ts"
 }
 

@@ -16,6 +16,10 @@
  *    are measured;
  * 4. loaded: RSS right after the load, and again 5 s later.
  *
+ * Steps 1 and 2 run for both stores at once (an idle process' resident
+ * memory does not depend on what else runs); the loads, and what follows
+ * each, run one store after the other.
+ *
  * Targets (issue #19): at most 30 KB allocated per tools/call; embedded idle
  * at most 300 MiB and at most 450 MiB after load; Postgres idle at most
  * 150 MiB and at most 300 MiB after load.
@@ -43,7 +47,9 @@ const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a
 const REVISIONS = ["2026-07-28", "2025-11-25"] as const
 
 const support = (name: string) => join(Processes.benchDir, "support", name)
-const log = (message: string) => console.error(`[footprint] ${message}`)
+const benchStarted = performance.now()
+const log = (message: string) =>
+  console.error(`[footprint ${((performance.now() - benchStarted) / 1000).toFixed(1)} s] ${message}`)
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20)
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const children: Array<Processes.Child> = []
@@ -72,10 +78,15 @@ const settledRss = async (pid: number) => {
   return median(samples)
 }
 
-const runLoad = (config: LoadConfig) =>
-  Processes.runNode(support("loadgen.ts"), [JSON.stringify(config)], {
-    timeoutMs: config.warmupMs + config.durationMs + 120_000
-  }) as unknown as Promise<LoadResult>
+/** The loadgen process of every window, started once (a process start per window cost ~0.5 s each). */
+let loadgen: Processes.Loadgen | undefined
+const runLoad = (config: LoadConfig) => {
+  if (loadgen === undefined) {
+    loadgen = Processes.startLoadgen(support("loadgen.ts"))
+    children.push(loadgen.child)
+  }
+  return loadgen.run(config) as unknown as Promise<LoadResult>
+}
 
 /** What `support/alloc-probe.ts` reports about the collections in its window. */
 interface GcPauses {
@@ -124,7 +135,8 @@ const measured = async (janus: Processes.Child, config: LoadConfig) => {
 const results: Record<string, string | number> = {}
 const notes: Array<string> = []
 
-const measureStore = async (store: string, downstreamUrl: string) => {
+/** Steps 1 and 2: a seeded store, its gateway started, and its idle RSS; undefined when the store is skipped. */
+const startStore = async (store: string, downstreamUrl: string) => {
   const home = mkdtempSync(join(tmpdir(), "janus-bench-footprint-"))
   cleanups.push(async () => rmSync(home, { recursive: true, force: true }))
   const env: Record<string, string> = { DATABASE_URL: "" }
@@ -161,6 +173,12 @@ const measureStore = async (store: string, downstreamUrl: string) => {
   await Processes.waitForOk(`http://127.0.0.1:${port}/readyz`, 180_000, janus)
   await Processes.sleep(5_000)
   const idle = await settledRss(janus.pid)
+  log(`${store}: idle RSS ${mib(idle)} MiB`)
+  return { store, janus, port, token, idle }
+}
+
+/** Steps 3 and 4: the load on a started store, then its RSS. */
+const loadStore = async ({ idle, janus, port, store, token }: NonNullable<Awaited<ReturnType<typeof startStore>>>) => {
   let peak = 0
   const url = `http://127.0.0.1:${port}/mcp`
   for (const revision of REVISIONS) {
@@ -193,9 +211,12 @@ try {
   const downstream = Processes.spawnNode(support("downstream.ts"))
   children.push(downstream)
   const downstreamUrl = (await downstream.announced).url as string
-  for (const store of STORES) await measureStore(store, downstreamUrl)
+  // nothing is measured but idle memory until both are up: start them at once (one after the other took 20 s more)
+  const started = await Promise.all(STORES.map((store) => startStore(store, downstreamUrl)))
+  for (const store of started) if (store !== undefined) await loadStore(store)
   notes.unshift(
-    `each store: idle RSS 5 s after ready (median of 5 samples); load = c=16 for ${WINDOW} ms (measured: ` +
+    `each store: idle RSS 5 s after ready (median of 5 samples; both stores started and idle at once); load, one ` +
+      `store after the other = c=16 for ${WINDOW} ms (measured: ` +
       `allocation from alloc-probe, CPU from /proc, after a ${WARMUP} ms warm-up) then c=64 for ${WINDOW} ms, ` +
       "for 2026-07-28 (stateless) and 2025-11-25 (a session per connection)",
     `load average (1 min) at start ${loadAtStart}, at end ${loadavg()[0]!.toFixed(2)}`,

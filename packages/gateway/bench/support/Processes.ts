@@ -9,6 +9,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createServer } from "node:net"
+import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 
@@ -25,6 +26,28 @@ export const freePort = (): Promise<number> =>
   })
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * `f` over `items`, at most `limit` at a time (default: one per core), results in order: for set-up that
+ * is not measured (seeding, starting gateways), which one after another costs the bench its wall time and
+ * all at once only thrashes a small machine.
+ */
+export const inParallel = async <A, B>(
+  items: ReadonlyArray<A>,
+  f: (item: A, index: number) => Promise<B>,
+  limit = availableParallelism()
+): Promise<Array<B>> => {
+  const results: Array<B> = new Array(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++
+      results[index] = await f(items[index]!, index)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker))
+  return results
+}
 
 export const rssOf = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
@@ -59,6 +82,8 @@ export interface SpawnOptions {
   readonly cwd?: string
   /** Forward the child's stderr to ours (default true). */
   readonly stderr?: boolean
+  /** A pipe to the child's stdin (default: none). */
+  readonly stdin?: boolean
 }
 
 /** Runs `node [nodeArgs] script [args]`. */
@@ -66,7 +91,7 @@ export const spawnNode = (script: string, args: ReadonlyArray<string> = [], opti
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
     cwd: options.cwd ?? process.cwd(),
     env: { ...process.env, ...options.env },
-    stdio: ["ignore", "pipe", options.stderr === false ? "ignore" : "inherit"]
+    stdio: [options.stdin === true ? "pipe" : "ignore", "pipe", options.stderr === false ? "ignore" : "inherit"]
   })
   const lines: Array<string> = []
   const waiters: Array<{ readonly pattern: RegExp; readonly resolve: (line: string) => void }> = []
@@ -141,4 +166,38 @@ export const runNode = async (
   const last = child.lines.at(-1) ?? ""
   if (code !== 0) throw new Error(`${script} exited with ${code}; last line: ${last}`)
   return JSON.parse(last) as Record<string, unknown>
+}
+
+/** A load generator process that runs one phase per request (`support/loadgen.ts`, served). */
+export interface Loadgen {
+  readonly child: Child
+  /** Runs one phase (a LoadConfig); resolves with its LoadResult. Phases run one at a time, in call order. */
+  readonly run: (config: { readonly warmupMs: number; readonly durationMs: number }) => Promise<Record<string, unknown>>
+}
+
+/**
+ * Starts `script` (the loadgen) once for many phases: a process start per phase cost the benchmarks about
+ * half a second each, and its own warm-up, hundreds of times in `npm run bench`.
+ */
+export const startLoadgen = (script: string): Loadgen => {
+  const child = spawnNode(script, [], { stdin: true })
+  let queue: Promise<unknown> = Promise.resolve()
+  const run = (config: { readonly warmupMs: number; readonly durationMs: number }) => {
+    const phase = queue.then(async () => {
+      const before = child.lines.length
+      child.process.stdin!.write(JSON.stringify(config) + "\n")
+      const deadline = performance.now() + config.warmupMs + config.durationMs + 120_000
+      while (child.lines.length === before) {
+        if (child.process.exitCode !== null || child.process.signalCode !== null) {
+          throw new Error(`${script} exited (${child.process.exitCode ?? child.process.signalCode})`)
+        }
+        if (performance.now() > deadline) throw new Error(`${script}: no result within the phase's time limit`)
+        await sleep(2)
+      }
+      return JSON.parse(child.lines[before]!) as Record<string, unknown>
+    })
+    queue = phase.catch(() => {})
+    return phase
+  }
+  return { child, run }
 }

@@ -30,28 +30,51 @@ interface Span {
 export interface Receiver {
   readonly url: string
   readonly spans: Array<Span>
+  /**
+   * Trace export requests this receiver could not read (not `application/json`, or not JSON), by
+   * content type: the gateway's default protocol is `http/protobuf`, so the gateway under test must
+   * be started with {@link receiverEnv}; a non-zero count here says it was not.
+   */
+  readonly unreadable: Map<string, number>
   readonly close: () => Promise<void>
 }
+
+/**
+ * The gateway's environment for exporting spans to `receiver`: OTLP/JSON (this receiver does not
+ * decode protobuf, and `OTEL_EXPORTER_OTLP_PROTOCOL` defaults to `http/protobuf`), every trace
+ * sampled, spans sent every `scheduleDelayMs`, and no metric or log export (not read here).
+ */
+export const receiverEnv = (receiver: Receiver, scheduleDelayMs = 200): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+  OTEL_TRACES_SAMPLER: "parentbased_always_on",
+  OTEL_BSP_SCHEDULE_DELAY: String(scheduleDelayMs),
+  OTEL_METRICS_EXPORTER: "none",
+  OTEL_LOGS_EXPORTER: "none"
+})
 
 /** Accepts OTLP JSON on /v1/traces (keeps the spans), /v1/metrics and /v1/logs (discarded). */
 export const startReceiver = (): Promise<Receiver> =>
   new Promise((resolve) => {
     const spans: Array<Span> = []
+    const unreadable = new Map<string, number>()
     const server: Server = createServer((request, response) => {
-      let body = ""
-      request.setEncoding("utf8")
-      request.on("data", (chunk: string) => (body += chunk))
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
       request.on("end", () => {
         if (request.url === "/v1/traces") {
+          const type = String(request.headers["content-type"] ?? "none")
           try {
-            const json = JSON.parse(body) as {
+            if (!type.startsWith("application/json")) throw new Error(type)
+            const json = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
               resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<Span> }> }>
             }
             for (const resource of json.resourceSpans ?? []) {
               for (const scope of resource.scopeSpans ?? []) spans.push(...(scope.spans ?? []))
             }
           } catch {
-            // not JSON: not ours to judge here; the breakdown reports what arrived
+            // counted, so the bench can say why it has no traces instead of printing an empty breakdown
+            unreadable.set(type, (unreadable.get(type) ?? 0) + 1)
           }
         }
         response.writeHead(200, { "content-type": "application/json" }).end("{}")
@@ -62,6 +85,7 @@ export const startReceiver = (): Promise<Receiver> =>
       resolve({
         url: `http://127.0.0.1:${port}`,
         spans,
+        unreadable,
         close: () => new Promise((done) => server.close(() => done()))
       })
     })
@@ -73,11 +97,15 @@ const micros = (span: Span) => Number(BigInt(span.endTimeUnixNano) - BigInt(span
 const stepOf = (name: string): string | undefined => {
   if (name === "POST /mcp") return "HTTP request (routing, body, MCP checks, dispatch, encode, audit append)"
   if (name === "janus.admit") return "admit (IP limiter, auth, identity limiter)"
-  if (name.startsWith("tools/call ")) return "tools/call (authorize, permit, resolve, REST mapping)"
+  // the call's audit record is written inside it: with AUDIT_DURABILITY=sync its self time includes the wait for
+  // the audit batch's commit (the batch writer's own SQL spans are traces of their own, not the call's)
+  if (name.startsWith("tools/call ")) return "tools/call (authorize, permit, resolve, REST mapping, audit wait)"
   if (name === "janus.config_cache.snapshot") return "config cache"
   if (name === "janus.secret_cache.reveal") return "secret cache"
   if (name === "janus.egress") return "egress (breaker, timeout, retry)"
   if (name === "GET") return "downstream round trip (HttpClient GET)"
+  // storage's own spans inside the call's trace (a token or config lookup that missed its cache)
+  if (name === "postgresql" || name === "sql.transaction") return "storage (SQL inside the call)"
   return undefined
 }
 
@@ -89,8 +117,16 @@ export interface StepShare {
   readonly totalMicros: number
 }
 
-/** Mean self and total time per call of every step, over the traces whose root is `POST /mcp`. */
-export const breakdown = (spans: ReadonlyArray<Span>): { readonly calls: number; readonly steps: Array<StepShare> } => {
+/**
+ * Mean self and total time per call of every step, over the traces whose root is `POST /mcp` and
+ * started at or after `sinceMs` (Unix ms: leave out a warm-up). `rootP50Micros` is the median duration
+ * of those roots, to compare with the client's p50.
+ */
+export const breakdown = (
+  spans: ReadonlyArray<Span>,
+  sinceMs = 0
+): { readonly calls: number; readonly rootP50Micros: number; readonly steps: Array<StepShare> } => {
+  const since = BigInt(Math.floor(sinceMs)) * 1_000_000n
   const byTrace = new Map<string, Array<Span>>()
   for (const span of spans) {
     const list = byTrace.get(span.traceId) ?? []
@@ -100,6 +136,7 @@ export const breakdown = (spans: ReadonlyArray<Span>): { readonly calls: number;
   const self = new Map<string, number>()
   const total = new Map<string, number>()
   let calls = 0
+  const roots: Array<number> = []
   for (const trace of byTrace.values()) {
     const root = trace.find((s) => s.name === "POST /mcp")
     // complete tools/call traces only: the root and the downstream GET both arrived
@@ -108,7 +145,9 @@ export const breakdown = (spans: ReadonlyArray<Span>): { readonly calls: number;
     ) {
       continue
     }
+    if (BigInt(root.startTimeUnixNano) < since) continue
     calls++
+    roots.push(micros(root))
     const childrenMicros = new Map<string, number>()
     for (const span of trace) {
       if (span.parentSpanId === undefined || span.parentSpanId === "") continue
@@ -127,5 +166,6 @@ export const breakdown = (spans: ReadonlyArray<Span>): { readonly calls: number;
     selfMicros: Math.round((self.get(step) ?? 0) / Math.max(1, calls)),
     totalMicros: Math.round((total.get(step) ?? 0) / Math.max(1, calls))
   })).sort((a, b) => b.selfMicros - a.selfMicros)
-  return { calls, steps }
+  roots.sort((a, b) => a - b)
+  return { calls, rootP50Micros: Math.round(roots[roots.length >> 1] ?? 0), steps }
 }
