@@ -10,9 +10,13 @@
  * subscriptions/listen) end with a `retry:` hint, the audit and event logs
  * are flushed (their rows are in the database afterwards), and the process
  * exits 0 well within JANUS_SHUTDOWN_TIMEOUT.
+ *
+ * And the end without a drain: `kill -9` right after a run of calls was
+ * answered (AUDIT_DURABILITY=sync, the default): every answered call has
+ * its audit row once the data directory is opened again.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Embedded } from "@janus/storage"
+import { AuditChain, AuditLog, Embedded } from "@janus/storage"
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -223,6 +227,41 @@ describe("graceful drain of a gateway process", () => {
           }).pipe(Effect.provide(Embedded.layer({ janusDir: home })))
           // 50 completed calls + the refused one (refused at the HTTP level: never a call) = 50
           assert.deepStrictEqual(counts, { audits: CALLS, events: CALLS })
+        }).pipe(Effect.provide(Downstream.layer))
+      ),
+    { timeout: 120_000 }
+  )
+
+  it.live(
+    "kill -9 right after 30 answered calls: each has exactly one audit row when the data is opened again",
+    () =>
+      Effect.scoped(
+        Effect.gen(function*() {
+          const downstream = yield* Downstream.Downstream
+          const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-kill-"))
+          yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(home, { recursive: true, force: true })))
+          const child = yield* Effect.promise(() => start(home, downstream.url))
+          yield* Effect.addFinalizer(() => Effect.sync(() => child.process.kill("SIGKILL")))
+          const mcp = `${child.url}/mcp`
+          const answered: Array<number> = []
+          for (let i = 0; i < 30; i++) {
+            const reply = yield* stateless(mcp, "tools/call", { name: "slow", arguments: { ms: "0" } })
+            answered.push(reply.status)
+          }
+          // no drain, no final flush: records buffered for the next batch live only in the audit journal
+          child.process.kill("SIGKILL")
+          const exit = yield* Effect.promise(() => child.exited)
+          assert.strictEqual(exit.signal, "SIGKILL")
+          assert.deepStrictEqual(answered, Array.from({ length: 30 }, () => 200))
+
+          const found = yield* Effect.gen(function*() {
+            yield* (yield* AuditLog).flush
+            const sql = yield* SqlClient.SqlClient
+            const rows = yield* sql<{ n: number }>`
+              SELECT count(*)::int AS n FROM audit_records WHERE tool = 'slow' AND outcome = 'ok'`
+            return { rows: rows[0]!.n, problems: (yield* AuditChain.verify()).problems }
+          }).pipe(Effect.provide(Embedded.layer({ janusDir: home })))
+          assert.deepStrictEqual(found, { rows: 30, problems: [] })
         }).pipe(Effect.provide(Downstream.layer))
       ),
     { timeout: 120_000 }
