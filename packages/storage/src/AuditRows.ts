@@ -22,7 +22,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import { toDate, toNumber } from "./internal/sql.ts"
 import { storableText } from "./Storable.ts"
 
@@ -255,7 +255,7 @@ export const hashOf = (chain: string, seq: number, prevHash: string, row: Insert
     const value = row[field]
     values.push(value instanceof Date ? value.getTime() : value ?? null)
   }
-  return createHash("sha256").update(JSON.stringify(values)).digest("hex")
+  return hash("sha256", JSON.stringify(values), "hex")
 }
 
 /** The columns every read selects. */

@@ -16,7 +16,7 @@
  * @since 0.1.0
  */
 import { Redacted } from "effect"
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, hash, randomBytes, timingSafeEqual } from "node:crypto"
 
 const ALGORITHM = "aes-256-gcm"
 const NONCE_BYTES = 12
@@ -123,6 +123,9 @@ export const looksLikeToken = (prefix: string, token: string): boolean =>
   token.length === prefix.length + 43 && token.startsWith(prefix) &&
   /^[A-Za-z0-9_-]+$/.test(token.slice(prefix.length))
 
-export const hashToken = (token: string): Uint8Array => new Uint8Array(createHash("sha256").update(token).digest())
+export const hashToken = (token: string): Uint8Array => new Uint8Array(hash("sha256", token, "buffer"))
+
+/** `hashToken` in hex, in one step: the token cache's key, computed on every authenticated call. */
+export const hashTokenHex = (token: string): string => hash("sha256", token, "hex")
 
 export const hashesEqual = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && timingSafeEqual(a, b)

@@ -51,7 +51,7 @@ export class TokenCache extends Context.Service<TokenCache, {
         Effect.gen(function*() {
           const plaintext = Redacted.isRedacted(token) ? Redacted.value(token) : token
           if (!SecretBox.looksLikeToken(SecretBox.CLIENT_TOKEN_PREFIX, plaintext)) return Option.none<ClientToken>()
-          const hash = Buffer.from(SecretBox.hashToken(plaintext)).toString("hex")
+          const hash = SecretBox.hashTokenHex(plaintext)
           pending.set(hash, Redacted.make(plaintext))
           const found = yield* observedGet(cache, hash, "token", observe).pipe(
             Effect.ensuring(Effect.sync(() => pending.delete(hash)))
