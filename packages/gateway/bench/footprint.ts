@@ -25,10 +25,10 @@
  * 150 MiB and at most 300 MiB after load.
  *
  * Environment: BENCH_FOOTPRINT_MS (4000 per load window), BENCH_WARMUP_MS
- * (1000), BENCH_FOOTPRINT_STORES (embedded,postgres), BENCH_FOOTPRINT_RUNTIME
+ * (1000), BENCH_FOOTPRINT_STORES (embedded,postgres), BENCH_RUNTIME
  * (`image`, the default: the gateway runs with the memory settings of
- * deploy/Dockerfile's runtime stage, NODE_OPTIONS and MALLOC_ARENA_MAX, as it
- * is shipped; `node`: Node's defaults), BENCH_NODE_ARGS (extra
+ * deploy/Dockerfile's runtime stage, as it is shipped; `node`: Node's
+ * defaults; `support/runtime.ts`), BENCH_NODE_ARGS (extra
  * Node flags for the gateway, space-separated, e.g. a heap flag to compare); the Postgres server is
  * the tests' (`JANUS_TEST_DATABASE_URL`, default the local one).
  *
@@ -37,35 +37,20 @@
 import { SecretBox } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import type { LoadConfig, LoadResult } from "./support/loadgen.ts"
 import * as Processes from "./support/Processes.ts"
+import * as Runtime from "./support/runtime.ts"
 
 const WINDOW = Number(process.env.BENCH_FOOTPRINT_MS ?? 4_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 1_000)
 const STORES = (process.env.BENCH_FOOTPRINT_STORES ?? "embedded,postgres").split(",")
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
-/** `image` (default): run the gateway with the runtime environment deploy/Dockerfile gives it; `node`: Node's. */
-const RUNTIME = process.env.BENCH_FOOTPRINT_RUNTIME === "node" ? "node" : "image"
-
-/**
- * The memory settings the image's runtime stage sets (`ENV NODE_OPTIONS=... MALLOC_ARENA_MAX=...`), read from
- * deploy/Dockerfile so the bench measures what is shipped, not a copy of it.
- */
-const imageRuntimeEnv = (): Record<string, string> => {
-  const dockerfile = readFileSync(join(Processes.benchDir, "..", "..", "..", "deploy", "Dockerfile"), "utf8")
-  const at = dockerfile.search(/^FROM \S+ AS runtime$/m)
-  if (at < 0) throw new Error("deploy/Dockerfile has no `FROM ... AS runtime` stage: cannot read its memory settings")
-  const runtime = dockerfile.slice(at)
-  const env: Record<string, string> = {}
-  for (const match of runtime.replace(/\\\n/g, " ").matchAll(/^ENV (.*)$/gm)) {
-    for (const pair of match[1]!.matchAll(/(NODE_OPTIONS|MALLOC_ARENA_MAX)=(\S+)/g)) env[pair[1]!] = pair[2]!
-  }
-  return env
-}
-const RUNTIME_ENV = RUNTIME === "image" ? imageRuntimeEnv() : {}
+/** The gateway's runtime environment (`support/runtime.ts`): the image's by default, what is shipped. */
+const RUNTIME = Runtime.runtimeOf("image")
+const RUNTIME_ENV = Runtime.envOf(RUNTIME)
 const REVISIONS = ["2026-07-28", "2025-11-25"] as const
 
 const support = (name: string) => join(Processes.benchDir, "support", name)
@@ -244,9 +229,7 @@ try {
       "for 2026-07-28 (stateless) and 2025-11-25 (a session per connection)",
     `load average (1 min) at start ${loadAtStart}, at end ${loadavg()[0]!.toFixed(2)}`,
     `gateway Node flags: ${NODE_ARGS.length === 0 ? "none" : NODE_ARGS.join(" ")}; runtime environment: ${
-      RUNTIME === "image"
-        ? `deploy/Dockerfile's (${Object.entries(RUNTIME_ENV).map(([k, v]) => `${k}=${v}`).join(" ")})`
-        : "Node's defaults (BENCH_FOOTPRINT_RUNTIME=node)"
+      Runtime.describe(RUNTIME)
     }`
   )
 } catch (error) {

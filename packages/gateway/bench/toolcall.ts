@@ -49,7 +49,9 @@
  * Environment: BENCH_DURATION_MS (3000), BENCH_WARMUP_MS (500),
  * BENCH_FIRST_WARMUP_MS (1500, the one warm-up of every server at once),
  * BENCH_LEVELS (1,16,64), BENCH_PROFILE_MS (3000; 0 skips the profile),
- * BENCH_SPANS_MS (2000; 0 skips the span breakdown).
+ * BENCH_SPANS_MS (2000; 0 skips the span breakdown), BENCH_RUNTIME (`node`,
+ * the default: Janus with Node's defaults, comparable with earlier runs;
+ * `image`: with deploy/Dockerfile's memory settings, `support/runtime.ts`).
  *
  * Run: node packages/gateway/bench/toolcall.ts
  */
@@ -71,6 +73,7 @@ import {
   waitForOk
 } from "./support/Processes.ts"
 import { type CpuProfile, formatShares, summarize } from "./support/profile.ts"
+import * as Runtime from "./support/runtime.ts"
 import * as Spans from "./support/spans.ts"
 
 // #19 (the whole `npm run bench` under 10 minutes): 3 s points after 500 ms, every server warmed once at the
@@ -116,6 +119,7 @@ const startJanus = async (
   const child = spawnNode(gatewayBin, ["serve"], {
     nodeArgs,
     env: {
+      ...RUNTIME_ENV,
       ...extraEnv,
       JANUS_HOME: home,
       JANUS_PORT: String(port),
@@ -161,6 +165,9 @@ const ratio = (x: number, y: number) => y === 0 ? 0 : Math.round((100 * x) / y) 
 
 const results: Record<string, number | string> = {}
 const notes: Array<string> = []
+/** Janus's runtime environment (`support/runtime.ts`): Node's by default, comparable with earlier runs. */
+const RUNTIME = Runtime.runtimeOf("node")
+const RUNTIME_ENV = Runtime.envOf(RUNTIME)
 const problems: Array<string> = []
 const check = (label: string, r: LoadResult) => {
   if (r.errors > 0 || r.rateLimited > 0) {
@@ -420,7 +427,8 @@ try {
     `load average (1 min) at start ${loadAtStart}, at end ${
       loadavg()[0]!.toFixed(2)
     }; the machine's cores are shared ` +
-      "by the load generator, the downstream and the server under test"
+      "by the load generator, the downstream and the server under test",
+    `Janus's runtime environment: ${Runtime.describe(RUNTIME)} (BENCH_RUNTIME)`
   )
   notes.push(...problems.map((p) => `PROBLEM: ${p}`))
 } catch (error) {
