@@ -48,6 +48,11 @@
  *   and writes the last record of that batch a second time.
  * - A torn last line (the process died mid-append) is skipped: its `record`
  *   had not returned, so its call was not answered.
+ * - Recovered records go into the new writer's journal before the old
+ *   segments are deleted. Without a journal to take them (AUDIT_DURABILITY=
+ *   async, or a journal that cannot be written) they are flushed first, and
+ *   should that flush fail the old segments stay: the records are still
+ *   written from the buffer, and a later start writes them a second time.
  *
  * @since 0.1.0
  */
@@ -130,7 +135,8 @@ export const open = (
         const header: Header = { chain, writer, base, firstJid: lastJid + 1, droppedBefore: droppedTotal }
         Fs.writeSync(fd, JSON.stringify(header) + "\n")
       }
-      Fs.writeSync(fd, line)
+      // a short write (disk full) would leave half a line for the next one to run into: a failure, not a record
+      if (Fs.writeSync(fd, line) !== Buffer.byteLength(line)) throw new Error("short write to the audit journal")
       return true
     } catch (error) {
       failed = true

@@ -221,10 +221,12 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
 
   // AUDIT_DURABILITY=sync on the embedded store: a record is durable once journaled (see `AuditJournal`)
   const journalDir = sync ? options.journalDir : undefined
+  // the layer's services (its logger), for the warning the journal's failure gives outside any fiber
+  const services = yield* Effect.context<never>()
   const journal: AuditJournal.AuditJournal | undefined = journalDir === undefined ? undefined : AuditJournal.open(
     { dir: journalDir, chain, base: writer.base },
     (error) =>
-      Effect.runFork(Effect.logWarning(
+      Effect.runForkWith(services)(Effect.logWarning(
         `audit log: cannot write the audit journal in ${journalDir} (${
           error instanceof Error ? error.message : String(error)
         }); calls now wait for their record's commit instead`
