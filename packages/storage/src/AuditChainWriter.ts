@@ -79,6 +79,7 @@ export const make = Effect.fnUntraced(function*({ chain, keys, onRefused, sql }:
   let position: Position = stored[0] === undefined
     ? { seq: 0, hash: "" }
     : { seq: Number(stored[0].last_seq), hash: stored[0].last_hash }
+  const base = position.seq
   let warnedForged = false
   // the signed head this writer last wrote, while nobody else has moved it; undefined = take the checked way
   let known: KnownHead | undefined
@@ -205,7 +206,7 @@ export const make = Effect.fnUntraced(function*({ chain, keys, onRefused, sql }:
     }))
 
   return {
-    base: stored[0] === undefined ? 0 : Number(stored[0].last_seq),
+    base,
     write: (batch) => Effect.catchIf(writeAll(batch), isRefusal, () => writeIsolating(batch)),
     advance: (to) => {
       position = to

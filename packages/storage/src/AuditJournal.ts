@@ -60,7 +60,7 @@ import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type { InsertRow } from "./AuditRows.ts"
+import { HASHED, type InsertRow } from "./AuditRows.ts"
 
 /** A segment file and the records in it not yet written or dropped. */
 export interface Segment {
@@ -173,6 +173,8 @@ export interface Recovered {
   readonly rows: ReadonlyArray<InsertRow>
   /** The segment files read (delete them once `rows` are written). */
   readonly files: ReadonlyArray<string>
+  /** Records to write whose line could not be read back (no object, no valid `at`): lost, to be reported. */
+  readonly unreadable: number
 }
 
 /** The first line of a segment. */
@@ -197,16 +199,25 @@ interface WriterJournal {
   readonly base: number
   /** The header of its oldest surviving segment. */
   oldest: Header
-  readonly records: Map<number, InsertRow>
+  /** By number; null: a record whose line could not be read back (it still counts in the chain's order). */
+  readonly records: Map<number, InsertRow | null>
   readonly dropped: Set<number>
 }
 
+/**
+ * The row a journal line holds, with the table's columns only (a field the table lacks would fail every
+ * batch, not just its own row); undefined when it has no object or no valid `at`. A value of the wrong type
+ * is left for Postgres to refuse: that row is dropped alone (`AuditChainWriter`).
+ */
 const reviveRow = (value: unknown): InsertRow | undefined => {
   if (typeof value !== "object" || value === null) return undefined
-  const row = value as Record<string, unknown>
-  const at = typeof row.at === "string" ? new Date(row.at) : undefined
+  const stored = value as Record<string, unknown>
+  const at = typeof stored.at === "string" ? new Date(stored.at) : undefined
   if (at === undefined || Number.isNaN(at.getTime())) return undefined
-  return { ...row, at } as unknown as InsertRow
+  const row: Record<string, unknown> = {}
+  for (const column of HASHED) row[column] = stored[column] ?? null
+  row.at = at
+  return row as unknown as InsertRow
 }
 
 /** Reads every segment in `dir` (none: nothing) and keeps, per chain, the records its head does not cover. */
@@ -219,7 +230,7 @@ export const recover = <E, R>(
     try {
       names = Fs.readdirSync(dir).filter((name) => name.endsWith(".jsonl"))
     } catch {
-      return { rows: [], files: [] }
+      return { rows: [], files: [], unreadable: 0 }
     }
     const writers = new Map<string, WriterJournal>()
     const files: Array<string> = []
@@ -249,14 +260,14 @@ export const recover = <E, R>(
             journal.oldest = parsed
           }
         } else if (journal !== undefined && typeof parsed.j === "number") {
-          const row = reviveRow(parsed.r)
-          if (row !== undefined) journal.records.set(parsed.j, row)
+          journal.records.set(parsed.j, reviveRow(parsed.r) ?? null)
         } else if (journal !== undefined && Array.isArray(parsed.d)) {
           for (const jid of parsed.d) if (typeof jid === "number") journal.dropped.add(jid)
         }
       }
     }
     const rows: Array<InsertRow> = []
+    let unreadable = 0
     for (const journal of writers.values()) {
       // records the writer wrote (its chain's head), less those before its oldest surviving segment
       const written = ((yield* lastSeq(journal.chain)) ?? journal.base) - journal.base
@@ -264,7 +275,11 @@ export const recover = <E, R>(
       let before = firstJid - 1 - droppedBefore
       for (const jid of journal.dropped) if (jid < firstJid) before--
       const kept = [...journal.records.keys()].filter((jid) => !journal.dropped.has(jid)).sort((a, b) => a - b)
-      for (const jid of kept.slice(Math.max(0, written - before))) rows.push(journal.records.get(jid)!)
+      for (const jid of kept.slice(Math.max(0, written - before))) {
+        const row = journal.records.get(jid)!
+        if (row === null) unreadable++
+        else rows.push(row)
+      }
     }
-    return { rows, files }
+    return { rows, files, unreadable }
   })

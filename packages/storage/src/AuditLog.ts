@@ -133,7 +133,7 @@ export const AuditJournalDir = Context.Reference<string | undefined>("@janus/sto
 })
 
 export class AuditLog extends Context.Service<AuditLog, {
-  /** Buffers a record; with `sync` durability returns once it is committed. Never fails. */
+  /** Buffers a record; with `sync` durability returns once it is durable (committed or journaled). Never fails. */
   readonly record: (entry: AuditInput) => Effect.Effect<void>
   /** Writes every record buffered now (batch by batch); on failure the unwritten ones stay buffered. */
   readonly flush: Effect.Effect<void, StorageError>
@@ -200,15 +200,20 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
   let group: Group | undefined
   // where this writer's chain stands (only the flush, under `writing`, moves it)
 
-  // the journaled records of the batch being written, by row (to mark those Postgres refuses dropped)
-  let writingJids: Map<InsertRow, number> | undefined
+  // the batch being written (the journal marks the records Postgres refuses in it dropped)
+  let writingBatch: ReadonlyArray<Buffered> = []
   const writer = yield* AuditChainWriter.make({
     sql,
     keys,
     chain,
     onRefused: (refused, of): Effect.Effect<void> =>
       Effect.andThen(
-        Effect.sync(() => journal?.dropped(refused.flatMap(({ row }) => writingJids?.get(row) ?? []))),
+        Effect.sync(() => {
+          const rows = new Set(refused.map(({ row }) => row))
+          journal?.dropped(
+            writingBatch.flatMap((item) => item.segment !== undefined && rows.has(item.row) ? [item.jid] : [])
+          )
+        }),
         Metric.update(auditDropped, refused.length)
       ).pipe(Effect.andThen(
         Effect.logWarning(
@@ -297,7 +302,7 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
       const batch = buffer.take(size)
       if (batch.length === 0) return Effect.void
       const rows = batch.map((item) => item.row)
-      writingJids = journal === undefined ? undefined : new Map(batch.map((item) => [item.row, item.jid]))
+      writingBatch = batch
       return writer.write(rows).pipe(
         Effect.flatMap((to) =>
           Effect.sync(() => {
@@ -351,6 +356,13 @@ const make = Effect.fnUntraced(function*(options: AuditLogOptions) {
           (rows) => rows[0] === undefined ? undefined : Number(rows[0].last_seq)
         ))
       if (recovered.files.length === 0) return
+      if (recovered.unreadable > 0) {
+        yield* Metric.update(auditDropped, recovered.unreadable)
+        yield* Effect.logWarning(
+          `audit log: ${recovered.unreadable} records of the audit journal in ${dir} could not be read back ` +
+            "(no row, or no valid time); dropped (counted in janus.audit.dropped)"
+        )
+      }
       let journaled = true
       for (const row of recovered.rows) {
         const jid = ++nextJid

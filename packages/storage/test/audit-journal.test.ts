@@ -6,7 +6,7 @@
  * journal; a journal that cannot be written falls back to the commit.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Logger } from "effect"
+import { Context, Effect, Layer, Logger, Metric } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url"
 import * as AuditJournal from "../src/AuditJournal.ts"
 import type { InsertRow } from "../src/AuditRows.ts"
 import { toInsertRow } from "../src/AuditRows.ts"
-import { AuditChain, type AuditInput, AuditLog, type AuditLogOptions, Embedded } from "../src/index.ts"
+import { AuditChain, auditDropped, type AuditInput, AuditLog, type AuditLogOptions, Embedded } from "../src/index.ts"
 import { layerMemory } from "../src/testing.ts"
 import { unique } from "./helpers.ts"
 
@@ -86,6 +86,20 @@ describe("AuditJournal.recover (the records a chain's head does not cover)", () 
       assert.deepStrictEqual(yield* durations(4), [6])
     }).pipe(Effect.scoped))
 
+  it.effect("a line read back keeps the table's columns only; one without a valid time counts as unreadable", () =>
+    Effect.gen(function*() {
+      const dir = yield* scratch
+      const journal = AuditJournal.open({ dir, chain: "c", base: 0 }, () => assert.fail("no failure"))
+      journal.append(1, { ...rowOf(1), bogus: "a column the table lacks" } as InsertRow)
+      journal.append(2, { ...rowOf(2), at: new Date(Number.NaN) })
+      journal.append(3, rowOf(3))
+      const recovered = yield* AuditJournal.recover(dir, () => Effect.succeed(undefined))
+      assert.deepStrictEqual(recovered.rows, [rowOf(1), rowOf(3)])
+      assert.strictEqual(recovered.unreadable, 1)
+      // the unreadable record still holds its place in the chain's order: written up to it, only 3 is left
+      assert.deepStrictEqual((yield* AuditJournal.recover(dir, () => Effect.succeed(2))).rows, [rowOf(3)])
+    }).pipe(Effect.scoped))
+
   it.effect("a segment is deleted once every record in it is settled and a newer one took over", () =>
     Effect.gen(function*() {
       const dir = yield* scratch
@@ -109,7 +123,11 @@ describe("AuditJournal.recover (the records a chain's head does not cover)", () 
       const dir = yield* scratch
       const file = Path.join(dir, "not-a-directory")
       Fs.writeFileSync(file, "")
-      assert.deepStrictEqual(yield* AuditJournal.recover(file, () => Effect.succeed(0)), { rows: [], files: [] })
+      assert.deepStrictEqual(yield* AuditJournal.recover(file, () => Effect.succeed(0)), {
+        rows: [],
+        files: [],
+        unreadable: 0
+      })
       const failures: Array<unknown> = []
       const journal = AuditJournal.open({ dir: file, chain: "c", base: 0 }, (error) => failures.push(error))
       assert.isUndefined(journal.append(1, rowOf(1)))
@@ -187,6 +205,24 @@ describe("AuditLog with a journal (sync)", () => {
         const report = yield* AuditChain.verify()
         assert.deepStrictEqual(report.problems.filter((p) => p.chain === dead || p.chain === log.chain), [])
       }).pipe(Effect.scoped))
+
+    it.effect("a recovered record Postgres refuses (a value of the wrong type) is dropped alone and counted", () =>
+      Effect.gen(function*() {
+        const dir = yield* scratch
+        const identity = unique("refused")
+        const journal = AuditJournal.open({ dir, chain: `dead-${identity}`, base: 0 }, () => assert.fail("no"))
+        const rows = [0, 1, 2].map((i) => toInsertRow(entry(identity, i), new Date(1_700_000_000_000 + i)))
+        journal.append(1, rows[0]!)
+        journal.append(2, { ...rows[1]!, duration_ms: "lots" as unknown as number })
+        journal.append(3, rows[2]!)
+        const before = Number((yield* Metric.value(auditDropped)).count)
+        const log = yield* freshLog({ durability: "sync", journalDir: dir, flushInterval: "1 hour" })
+        yield* log.flush
+        assert.deepStrictEqual((yield* rowsOf(identity)).map((r) => r.request_id), ["req-0", "req-2"])
+        assert.strictEqual(Number((yield* Metric.value(auditDropped)).count) - before, 1)
+        const report = yield* AuditChain.verify()
+        assert.deepStrictEqual(report.problems.filter((p) => p.chain === log.chain), [])
+      }).pipe(Effect.scoped))
   })
 })
 
@@ -220,7 +256,8 @@ describe("embedded store, AUDIT_DURABILITY=sync, kill -9", () => {
         assert.isAbove(segments(`${janusDir}/data.audit-journal`).length, 0, "the dead process left its journal")
 
         const rows = yield* Effect.scoped(Effect.gen(function*() {
-          const context = yield* Layer.build(Layer.merge(Embedded.layer({ janusDir }), Logger.layer([])))
+          // its recovery warns (the records it writes): not for this test's output
+          const context = yield* Layer.build(Embedded.layer({ janusDir }).pipe(Layer.provide(Logger.layer([]))))
           const sql = Context.get(context, SqlClient.SqlClient)
           // recovered records are journaled again and written in the background: write them now
           yield* Context.get(context, AuditLog).flush

@@ -106,17 +106,23 @@ const openStream = async (url: string, init: RequestInit) => {
   return response
 }
 
+/** A gateway on a fresh JANUS_HOME and the test's downstream; killed, and its home removed, with the scope. */
+const startScoped = Effect.gen(function*() {
+  const downstream = yield* Downstream.Downstream
+  const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-drain-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(home, { recursive: true, force: true })))
+  const child = yield* Effect.promise(() => start(home, downstream.url))
+  yield* Effect.addFinalizer(() => Effect.sync(() => child.process.kill("SIGKILL")))
+  return { child, downstream, home }
+})
+
 describe("graceful drain of a gateway process", () => {
   it.live(
     "SIGTERM with 50 slow calls in flight: all complete, new requests refused, streams end with retry:, exit 0",
     () =>
       Effect.scoped(
         Effect.gen(function*() {
-          const downstream = yield* Downstream.Downstream
-          const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-drain-"))
-          yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(home, { recursive: true, force: true })))
-          const child = yield* Effect.promise(() => start(home, downstream.url))
-          yield* Effect.addFinalizer(() => Effect.sync(() => child.process.kill("SIGKILL")))
+          const { child, downstream, home } = yield* startScoped
           const { url } = child
           const mcp = `${url}/mcp`
 
@@ -237,11 +243,7 @@ describe("graceful drain of a gateway process", () => {
     () =>
       Effect.scoped(
         Effect.gen(function*() {
-          const downstream = yield* Downstream.Downstream
-          const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-kill-"))
-          yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(home, { recursive: true, force: true })))
-          const child = yield* Effect.promise(() => start(home, downstream.url))
-          yield* Effect.addFinalizer(() => Effect.sync(() => child.process.kill("SIGKILL")))
+          const { child, home } = yield* startScoped
           const mcp = `${child.url}/mcp`
           const answered: Array<number> = []
           for (let i = 0; i < 30; i++) {
