@@ -11,6 +11,9 @@
  * - The merged array is reused until one of the underlying lists changes
  *   (the endpoint caches work derived from it by array identity).
  * - `call` asks the catalogs in order and moves on only on `ToolNotFound`.
+ * - The lists are read one after the other, not concurrently: they are
+ *   cache reads once warm, and a fiber per catalog per call was a cost on
+ *   every tools/call.
  * - `changes` is the merge of every catalog's `changes`.
  *
  * @since 0.1.0
@@ -57,9 +60,12 @@ export const make = (catalogs: ReadonlyArray<Catalog>): Catalog => {
     return merged
   }
   return ToolCatalog.of({
+    // One after the other: every call reads the list (tools/call checks its header bindings), and each part is a
+    // cache read once warm, so running them concurrently only forked a fiber per catalog per call (#19). Cold, the
+    // wait is the REST catalog's first read plus the federated first-list wait, each bounded on its own.
     list: (caller) =>
       Effect.map(
-        Effect.forEach(catalogs, (catalog) => catalog.list(caller), { concurrency: "unbounded" }),
+        Effect.forEach(catalogs, (catalog) => catalog.list(caller)),
         (parts) => merge(caller, parts)
       ),
     call: (caller, request) => {

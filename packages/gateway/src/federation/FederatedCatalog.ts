@@ -303,22 +303,22 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
       if (request.inputResponses !== undefined) params.inputResponses = request.inputResponses
       if (request.requestState !== undefined) params.requestState = request.requestState
       const onProgress = progressOf(request.progress)
-      const result = yield* Effect.raceFirst(
-        session.request("tools/call", params, {
-          onProgress,
-          relay,
-          headers: session.era === "stateless"
-            ? UpstreamClient.paramHeaders(exposed.inputSchema, request.arguments)
-            : undefined,
-          timeout: Duration.millis(u.connection.timeoutMs)
-        }),
-        aborted(request.signal, u.connection.name)
-      ).pipe(
-        Effect.tapError((error) =>
-          error.kind === "unavailable" || error.kind === "timeout" ? u.refresh() : Effect.void
-        ),
-        Effect.mapError((error) => toCallError(request.name, error))
-      )
+      const sent = session.request("tools/call", params, {
+        onProgress,
+        relay,
+        headers: session.era === "stateless"
+          ? UpstreamClient.paramHeaders(exposed.inputSchema, request.arguments)
+          : undefined,
+        timeout: Duration.millis(u.connection.timeoutMs)
+      })
+      const result = yield* (request.signal === undefined
+        ? sent
+        : Effect.raceFirst(sent, aborted(request.signal, u.connection.name))).pipe(
+          Effect.tapError((error) =>
+            error.kind === "unavailable" || error.kind === "timeout" ? u.refresh() : Effect.void
+          ),
+          Effect.mapError((error) => toCallError(request.name, error))
+        )
       return yield* outcomeOf(u.connection.name, request.name, result)
     })
 

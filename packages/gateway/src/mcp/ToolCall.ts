@@ -22,8 +22,9 @@
  *   refusals (limits, shedding, breaker, authorization) are -32000 with
  *   `data.reason`; a defect is an Internal error that names no internals.
  * - 2026-07-28 results carry `resultType` and the server's `_meta`.
- * - Interrupting the call (cancellation, a closed stream) aborts its
- *   `AbortSignal`.
+ * - Cancellation (`notifications/cancelled`, a closed stream) interrupts the
+ *   call's fiber, which stops the downstream request or tells the upstream;
+ *   no `AbortSignal` is raced on the way (two fibers per call, #19).
  *
  * @since 0.1.0
  */
@@ -146,7 +147,6 @@ export const make = (
     if (requestState !== undefined && typeof requestState !== "string") {
       return yield* ProtocolError.invalidParams("tools/call params.requestState must be a string")
     }
-    const abort = new AbortController()
     const admitted = context.admitted === undefined ? undefined : Effect.mapError(
       context.admitted,
       (refusal) =>
@@ -167,7 +167,6 @@ export const make = (
       catalog.call(context.caller, {
         name,
         arguments: args ?? {},
-        signal: abort.signal,
         progress: context.progress,
         inputResponses: responses,
         requestState: state
@@ -183,7 +182,6 @@ export const make = (
     const outcome = yield* guard.guardCall(context.caller, name, settled, admitted).pipe(
       // a client's _meta.traceparent is the parent of the tools/call span
       TraceContext.withMetaParent(params?._meta),
-      Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
       // one combinator for both: an input error the gateway judged is a result, the rest protocol errors
       Effect.catch((error) =>
         error._tag === "InvalidToolArguments" && error.asToolResult === true ?

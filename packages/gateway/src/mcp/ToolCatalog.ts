@@ -57,7 +57,13 @@ export type ProgressReporter = (progress: number, total?: number, message?: stri
 export interface ToolCallRequest {
   readonly name: string
   readonly arguments: Readonly<Record<string, unknown>>
-  readonly signal: AbortSignal
+  /**
+   * For callers outside Effect: aborting it fails the call. Within Effect a
+   * call is cancelled by interrupting its fiber, which already stops the
+   * downstream request (and tells an upstream MCP server); `tools/call`
+   * passes none, since racing a signal cost two fibers per call (#19).
+   */
+  readonly signal?: AbortSignal | undefined
   readonly progress: Option.Option<ProgressReporter>
   readonly inputResponses?: Readonly<Record<string, unknown>> | undefined
   readonly requestState?: string | undefined

@@ -222,7 +222,7 @@ export const layer: Layer.Layer<
     const send = (
       tool: CompiledTool,
       request: RestRequest.RestRequest,
-      signal: AbortSignal,
+      signal: AbortSignal | undefined,
       secret: Redacted.Redacted<string> | undefined
     ) =>
       downstream.call(tool.egress, {
@@ -233,7 +233,7 @@ export const layer: Layer.Layer<
         body: request.body,
         idempotent: tool.plan.endpoint.idempotent,
         secret,
-        signal
+        ...(signal === undefined ? {} : { signal })
       })
 
     /** The first call of a tool version compiles its validators (later snapshots find them in `validation`). */

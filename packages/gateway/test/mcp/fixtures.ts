@@ -72,7 +72,8 @@ export const makeTools = (probe: Probe["Service"]): ReadonlyArray<ToolCatalog.Me
         yield* Ref.update(probe.started, (n) => n + 1)
         if (Option.isSome(progress)) yield* progress.value(0, 1, "started")
         const aborted = yield* Deferred.make<string>()
-        signal.addEventListener("abort", () => Deferred.doneUnsafe(aborted, Effect.succeed(String(signal.reason))))
+        // tools/call cancels by interruption (no signal); a caller outside Effect may pass one
+        signal?.addEventListener("abort", () => Deferred.doneUnsafe(aborted, Effect.succeed(String(signal.reason))))
         const reason = yield* Deferred.await(aborted).pipe(Effect.timeout("20 seconds"), Effect.orDie)
         yield* Ref.update(probe.aborted, (all) => [...all, reason])
         return text("cancelled")
