@@ -32,7 +32,7 @@
 // first: sets a V8 flag PGlite's WASM must see (see the module)
 import "./internal/WasmWrapperTiering.ts"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { PGlite, type PGliteOptions } from "@electric-sql/pglite"
+import type { PGliteOptions } from "@electric-sql/pglite"
 import { Context, Effect, Layer, Queue, Scope, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -81,10 +81,17 @@ export interface PgliteOptions {
   readonly snapshot?: string | undefined
 }
 
+/**
+ * PGlite's module, loaded when a database is opened on this thread: a gateway
+ * on Postgres, or one whose PGlite runs in the worker, never loads it on its
+ * main thread (half a megabyte of source, #19).
+ */
+const loadPglite = () => import("@electric-sql/pglite")
+
 /** PGlite's options for an in-memory database, started from `snapshot` when one is given. */
 export const memoryOptions = async (snapshot: string | undefined): Promise<PGliteOptions> =>
   withGatewaySettings(
-    PGlite.defaultStartParams,
+    (await loadPglite()).PGlite.defaultStartParams,
     snapshot === undefined ? {} : { loadDataDir: new Blob([await Fs.readFile(snapshot)]) }
   )
 
@@ -179,6 +186,7 @@ const commit = (conn: Connection): Effect.Effect<void, SqlError> =>
 const openInThread = async (options: PgliteOptions): Promise<PgliteWorker.PgliteHandle> => {
   const dataDir = options.dataDir
   if (dataDir === undefined) {
+    const { PGlite } = await loadPglite()
     const db = new PGlite(await memoryOptions(options.snapshot))
     await db.waitReady
     return db
@@ -188,6 +196,7 @@ const openInThread = async (options: PgliteOptions): Promise<PgliteWorker.Pglite
   try {
     // PGlite creates only the last path segment; the folders above it may not exist yet.
     await Fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
+    const { PGlite } = await loadPglite()
     const db = new PGlite(dataDir, withGatewaySettings(PGlite.defaultStartParams))
     await db.waitReady
     return {

@@ -50,9 +50,8 @@ import { JanusConfig, type JanusSettings } from "../config/JanusConfig.ts"
 import { type OtlpProtocol, type Signal, SIGNALS } from "../config/OtelVariables.ts"
 import * as Exemplars from "./Exemplars.ts"
 import * as Metrics from "./Metrics.ts"
-import * as OtlpGrpc from "./OtlpGrpc.ts"
 import * as ProtobufExemplars from "./ProtobufExemplars.ts"
-import * as Sampling from "./Sampling.ts"
+import type * as Sampling from "./Sampling.ts"
 import { Propagators } from "./TraceContext.ts"
 
 /** Where and how one signal is exported. */
@@ -205,10 +204,18 @@ const resourceOf = (settings: OtlpSettings) => ({
   attributes: { ...settings.attributes }
 })
 
+/**
+ * Loaded only when something is exported: the OpenTelemetry SDK's samplers, and
+ * for `grpc` the SDK's exporters with gRPC, are ~16 MiB of heap a gateway that
+ * exports nothing would carry (#19).
+ */
+const loadSampling = Effect.promise(() => import("./Sampling.ts"))
+const loadGrpc = Effect.promise(() => import("./OtlpGrpc.ts"))
+
 const effectTraces = (settings: OtlpSettings, signal: SignalExport) =>
   Layer.effect(
     Tracer.Tracer,
-    Effect.map(
+    Effect.zipWith(
       OtlpTracer.make({
         url: signal.url,
         resource: resourceOf(settings),
@@ -217,7 +224,8 @@ const effectTraces = (settings: OtlpSettings, signal: SignalExport) =>
         exportInterval: settings.tracesExportInterval,
         shutdownTimeout: settings.shutdownTimeout ?? "3 seconds"
       }),
-      (inner) => Sampling.tracer(inner, Sampling.sampler(settings.sampler))
+      loadSampling,
+      (inner, Sampling) => Sampling.tracer(inner, Sampling.sampler(settings.sampler))
     )
   ).pipe(Layer.provide(transport(signal)))
 
@@ -255,7 +263,8 @@ export const layerWith = (settings: OtlpSettings): Layer.Layer<OtlpExporter.Flus
   if (native(settings.logs)) {
     layers.push(effectLogs(settings, settings.logs) as Layer.Layer<never, never, OtlpExporter.Flusher>)
   }
-  const grpc = OtlpGrpc.layer(settings)
+  const grpcWanted = [settings.traces, settings.metrics, settings.logs].some((signal) => signal?.protocol === "grpc")
+  const grpc = grpcWanted ? Layer.unwrap(Effect.map(loadGrpc, (OtlpGrpc) => OtlpGrpc.layer(settings))) : Layer.empty
   return Layer.mergeAll(grpc, ...layers).pipe(Layer.provideMerge(OtlpExporter.layerFlusher))
 }
 
