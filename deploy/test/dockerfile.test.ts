@@ -74,13 +74,26 @@ describe("deploy/Dockerfile", () => {
     assert.include(env, "MALLOC_ARENA_MAX=2")
   })
 
-  it("starts the gateway's bin with `serve`, in exec form, and leaves health checks to Kubernetes", () => {
+  it("starts the gateway's bin, built to JavaScript, with `serve`, in exec form, and leaves health checks to Kubernetes", () => {
     const cmd = finalStage.filter((i) => i.op === "CMD").at(-1)!
-    assert.deepStrictEqual(JSON.parse(cmd.args), ["node", "packages/gateway/src/bin.ts", "serve"])
+    // issue #19: the emitted JavaScript, not the sources (type stripping keeps amaro's WebAssembly resident)
+    assert.deepStrictEqual(JSON.parse(cmd.args), [
+      "node",
+      "--conditions=janus-dist",
+      "packages/gateway/dist-js/bin.js",
+      "serve"
+    ])
     assert.strictEqual(
-      `packages/gateway/${gatewayPackage.bin.janus.replace(/^\.\//, "")}`,
-      "packages/gateway/src/bin.ts"
+      `packages/gateway/${gatewayPackage.bin.janus.replace(/^\.\//, "").replace(/^src\/(.*)\.ts$/, "dist-js/$1.js")}`,
+      "packages/gateway/dist-js/bin.js"
     )
+    // built in an earlier stage by the script `npm run build:dist` runs, every package's dist-js/ copied over
+    const runs = stages.flat().filter((i) => i.op === "RUN").map((i) => i.args).join("\n")
+    assert.include(runs, "node scripts/build-dist.ts")
+    const copied = finalStage.filter((i) => i.op === "COPY").map((i) => i.args)
+    for (const pkg of ["sse", "storage", "studio", "gateway"]) {
+      assert.include(copied, `--from=build /app/packages/${pkg}/dist-js /app/packages/${pkg}/dist-js`)
+    }
     assert.deepStrictEqual(finalStage.filter((i) => i.op === "HEALTHCHECK").map((i) => i.args), ["NONE"])
     assert.isUndefined(finalStage.find((i) => i.op === "ENTRYPOINT"), "no shell wrapper that would swallow SIGTERM")
   })

@@ -7,5 +7,7 @@
  */
 import { fileURLToPath } from "node:url"
 
-/** The absolute path of the built single-page app. */
-export const distDir: string = fileURLToPath(new URL("./dist", import.meta.url))
+/** The absolute path of the built single-page app (this module runs from the package root or from `dist-js/`). */
+export const distDir: string = fileURLToPath(
+  new URL(import.meta.url.endsWith("/dist-js/index.js") ? "../dist" : "./dist", import.meta.url)
+)

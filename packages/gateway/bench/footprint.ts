@@ -6,7 +6,7 @@
  * and dropped here; skipped with a printed reason when no Postgres answers):
  * 1. `janus serve` is started on a freshly seeded store (one REST endpoint
  *    `get_pet`, a client token: `support/seed.ts`), preloaded with
- *    `support/alloc-probe.ts`;
+ *    `support/alloc-probe.mjs`;
  * 2. idle: RSS 5 s after `/readyz` answers 200 (median of 5 samples a second
  *    apart);
  * 3. load: the toolcall bench's closed loop (c=16, then c=64) for both
@@ -51,6 +51,7 @@ const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a
 /** The gateway's runtime environment (`support/runtime.ts`): the image's by default, what is shipped. */
 const RUNTIME = Runtime.runtimeOf("image")
 const RUNTIME_ENV = Runtime.envOf(RUNTIME)
+const ENTRY = Runtime.entryOf(RUNTIME)
 const REVISIONS = ["2026-07-28", "2025-11-25"] as const
 
 const support = (name: string) => join(Processes.benchDir, "support", name)
@@ -95,7 +96,7 @@ const runLoad = (config: LoadConfig) => {
   return loadgen.run(config) as unknown as Promise<LoadResult>
 }
 
-/** What `support/alloc-probe.ts` reports about the collections in its window. */
+/** What `support/alloc-probe.mjs` reports about the collections in its window. */
 interface GcPauses {
   readonly count: number
   readonly totalMs: number
@@ -164,8 +165,8 @@ const startStore = async (store: string, downstreamUrl: string) => {
   const token = seeded.token as string
   const port = await Processes.freePort()
   log(`${store}: starting Janus`)
-  const janus = Processes.spawnNode(Processes.gatewayBin, ["serve"], {
-    nodeArgs: ["--import", support("alloc-probe.ts"), ...NODE_ARGS],
+  const janus = Processes.spawnNode(ENTRY.bin, ["serve"], {
+    nodeArgs: [...ENTRY.nodeArgs, "--import", support("alloc-probe.mjs"), ...NODE_ARGS],
     env: {
       ...env,
       JANUS_HOME: home,

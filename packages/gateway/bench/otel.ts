@@ -17,7 +17,7 @@
  *   round before the median.
  * - CPU per call: the gateway process's CPU time (/proc) over the window /
  *   calls sent. Allocation per call: bytes allocated on its heap over the
- *   window (`support/alloc-probe.ts`) / calls sent.
+ *   window (`support/alloc-probe.mjs`) / calls sent.
  * - Load: `support/loadgen.ts` (one process for every window), closed loop,
  *   `BENCH_OTEL_CONCURRENCY` connections (default 4), 2026-07-28 stateless
  *   tools/call of `get_pet`.
@@ -156,7 +156,7 @@ try {
     const home = modeHomes[index]!
     const port = await freePort()
     const child = spawnNode(gatewayBin, ["serve"], {
-      nodeArgs: ["--import", support("alloc-probe.ts")],
+      nodeArgs: ["--import", support("alloc-probe.mjs")],
       env: {
         ...mode.env(sink),
         JANUS_HOME: home,

@@ -64,7 +64,6 @@ import {
   type Child,
   cpuMsOf,
   freePort,
-  gatewayBin,
   type Loadgen,
   rssOf,
   runNode,
@@ -116,8 +115,8 @@ const startJanus = async (
   nodeArgs: ReadonlyArray<string> = [],
   extraEnv: Record<string, string> = {}
 ): Promise<Child> => {
-  const child = spawnNode(gatewayBin, ["serve"], {
-    nodeArgs,
+  const child = spawnNode(ENTRY.bin, ["serve"], {
+    nodeArgs: [...ENTRY.nodeArgs, ...nodeArgs],
     env: {
       ...RUNTIME_ENV,
       ...extraEnv,
@@ -168,6 +167,7 @@ const notes: Array<string> = []
 /** Janus's runtime environment (`support/runtime.ts`): Node's by default, comparable with earlier runs. */
 const RUNTIME = Runtime.runtimeOf("node")
 const RUNTIME_ENV = Runtime.envOf(RUNTIME)
+const ENTRY = Runtime.entryOf(RUNTIME)
 const problems: Array<string> = []
 const check = (label: string, r: LoadResult) => {
   if (r.errors > 0 || r.rateLimited > 0) {

@@ -116,6 +116,9 @@ interface Pending {
   readonly reject: (error: Error) => void
 }
 
+/** `.ts` from source, `.js` from the image's build (`npm run build:dist`): the worker's module is beside this one. */
+const ownExtension = import.meta.url.endsWith(".js") ? ".js" : ".ts"
+
 const prestarted = new Map<string, Promise<WorkerHandle>>()
 
 /**
@@ -169,7 +172,7 @@ const spawn = (options: WorkerOptions): Promise<WorkerHandle> =>
     // one process per data directory: held from here until the worker is gone
     // (throwing here rejects the start with `DataDirInUse`)
     const release = dataDir === undefined ? () => {} : DataDirLock.acquire(dataDir)
-    const worker = new Worker(new URL("./PgliteWorkerMain.ts", import.meta.url), {
+    const worker = new Worker(new URL(`./PgliteWorkerMain${ownExtension}`, import.meta.url), {
       workerData: {
         dataDir: options.dataDir,
         snapshot: options.snapshot,

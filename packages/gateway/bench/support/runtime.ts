@@ -1,13 +1,16 @@
 /**
  * The runtime environment a benchmark gives the gateway it starts:
- * `BENCH_RUNTIME=image` runs it with the memory settings of
- * deploy/Dockerfile's runtime stage (`NODE_OPTIONS`, `MALLOC_ARENA_MAX`), read
- * from the Dockerfile so a bench measures what is shipped, not a copy of it;
- * `node` with Node's defaults. Each bench names its own default.
+ * `BENCH_RUNTIME=image` runs it as deploy/Dockerfile's runtime stage does:
+ * the JavaScript `scripts/build-dist.ts` emits (`--conditions=janus-dist`,
+ * built once per bench process), with the stage's memory settings
+ * (`NODE_OPTIONS`, `MALLOC_ARENA_MAX`), read from the Dockerfile so a bench
+ * measures what is shipped, not a copy of it; `node` runs the sources with
+ * Node's defaults, as `npm start` does. Each bench names its own default.
  */
+import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { benchDir } from "./Processes.ts"
+import { benchDir, gatewayBin } from "./Processes.ts"
 
 export type Runtime = "image" | "node"
 
@@ -31,11 +34,28 @@ export const imageEnv = (): Record<string, string> => {
   return env
 }
 
+const repoRoot = join(benchDir, "..", "..", "..")
+let built = false
+
+/** The gateway's entry point (script and Node flags) for `runtime`; `image` builds dist-js/ on first use. */
+export const entryOf = (runtime: Runtime): { readonly bin: string; readonly nodeArgs: ReadonlyArray<string> } => {
+  if (runtime === "node") return { bin: gatewayBin, nodeArgs: [] }
+  if (!built) {
+    execFileSync(process.execPath, [join(repoRoot, "scripts", "build-dist.ts")], {
+      stdio: ["ignore", "ignore", "inherit"]
+    })
+    built = true
+  }
+  return { bin: join(repoRoot, "packages", "gateway", "dist-js", "bin.js"), nodeArgs: ["--conditions=janus-dist"] }
+}
+
 /** The environment for `runtime`. */
 export const envOf = (runtime: Runtime): Record<string, string> => runtime === "image" ? imageEnv() : {}
 
 /** What a bench's notes say about it. */
 export const describe = (runtime: Runtime): string =>
   runtime === "image"
-    ? `deploy/Dockerfile's (${Object.entries(imageEnv()).map(([k, v]) => `${k}=${v}`).join(" ")})`
-    : "Node's defaults"
+    ? `deploy/Dockerfile's: the built JavaScript (dist-js, --conditions=janus-dist) with ${
+      Object.entries(imageEnv()).map(([k, v]) => `${k}=${v}`).join(" ")
+    }`
+    : "the sources (src/bin.ts) with Node's defaults"

@@ -50,7 +50,10 @@ const STDIN_QUEUE = 1_024
 /** The line the supervisor writes to stderr once the program runs (see `stdio-supervisor.ts`). */
 const PID_LINE = "janus-stdio-supervisor: program pid "
 
-const SUPERVISOR = fileURLToPath(new URL("./stdio-supervisor.ts", import.meta.url))
+// .ts from source, .js from the image's build (`npm run build:dist`)
+const SUPERVISOR = fileURLToPath(
+  new URL(`./stdio-supervisor${import.meta.url.endsWith(".js") ? ".js" : ".ts"}`, import.meta.url)
+)
 
 /** Variables of the gateway's environment a program gets (as the SDKs' stdio clients do). */
 const INHERITED = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TZ", "TMPDIR"]

@@ -1,5 +1,5 @@
 /**
- * Preloaded into a gateway under benchmark (`node --import alloc-probe.ts`):
+ * Preloaded into a gateway under benchmark (`node --import alloc-probe.mjs`):
  * the first SIGUSR2 starts counting the bytes the process allocates on the
  * JavaScript heap, the second stops and prints
  * `{"allocatedBytes": N, "gc": {...}}`: the bytes, and a summary of the
@@ -11,10 +11,15 @@
  * window (V8's `GCProfiler`), used-before minus used-after of the previous
  * one, plus the growth since the last. Objects allocated and collected in
  * the same window are counted, which heap snapshots would miss.
+ *
+ * Plain JavaScript, not TypeScript: a `.ts` preload would load Node's type
+ * stripper (amaro) into a gateway that runs the image's built JavaScript,
+ * and its memory would be measured as the gateway's.
  */
 import { GCProfiler, getHeapStatistics } from "node:v8"
 
-let profiler: GCProfiler | undefined
+/** @type {GCProfiler | undefined} */
+let profiler
 let startUsed = 0
 
 process.on("SIGUSR2", () => {
