@@ -5,7 +5,7 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/dist", "**/node_modules", ".toolchain", ".janus", "**/*.md", "**/dist-types"]
+    ignores: ["**/dist", "**/dist-js", "**/node_modules", ".toolchain", ".janus", "**/*.md", "**/dist-types"]
   },
   ...tseslint.configs.recommended,
   ...effectEslint.configs.dprint,
