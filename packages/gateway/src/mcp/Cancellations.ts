@@ -118,14 +118,15 @@ const following = (service: CallCancellations["Service"]) =>
 
     return {
       publish: service.publish,
+      // registered and left uninterruptibly: a registration is always undone
       during: (sessionId, requestKey, interrupt, call) =>
-        Effect.suspend(() => {
+        Effect.uninterruptibleMask((restore) => {
           const key = keyOf(sessionId, requestKey)
           const entry = running.get(key)
           if (entry === undefined) running.set(key, { interrupt, calls: 1 })
           else entry.calls++
           inFlight++
-          return Effect.andThen(start, call).pipe(Effect.ensuring(leave(key)))
+          return restore(Effect.andThen(start, call)).pipe(Effect.ensuring(leave(key)))
         })
     } satisfies Relay
   })
