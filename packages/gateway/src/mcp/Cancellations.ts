@@ -118,7 +118,8 @@ const following = (service: CallCancellations["Service"]) =>
 
     return {
       publish: service.publish,
-      // registered and left uninterruptibly: a registration is always undone
+      // registered, the follower started and left uninterruptibly: a registration is always undone, and a
+      // follower is never left "starting"
       during: (sessionId, requestKey, interrupt, call) =>
         Effect.uninterruptibleMask((restore) => {
           const key = keyOf(sessionId, requestKey)
@@ -126,7 +127,7 @@ const following = (service: CallCancellations["Service"]) =>
           if (entry === undefined) running.set(key, { interrupt, calls: 1 })
           else entry.calls++
           inFlight++
-          return restore(Effect.andThen(start, call)).pipe(Effect.ensuring(leave(key)))
+          return Effect.andThen(start, restore(call)).pipe(Effect.ensuring(leave(key)))
         })
     } satisfies Relay
   })
