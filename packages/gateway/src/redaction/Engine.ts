@@ -37,6 +37,9 @@ import { Matches } from "./Matches.ts"
 import * as PaymentCard from "./PaymentCard.ts"
 import * as Scanner from "./Scanner.ts"
 
+/** Passes over one string at most: each replaces text with markers, which no detector matches. */
+const MAX_PASSES = 4
+
 /** How the redactor is configured. */
 export interface RedactorOptions {
   /** `REDACTION_ENABLED`; when false every call passes its input through untouched. */
@@ -172,8 +175,22 @@ class RedactionEngine implements Engine {
     return { value, total: this.total, counts }
   }
 
-  /** One string: the original when nothing is found (no allocation), else the text with markers. */
+  /**
+   * One string: the original when nothing is found (no allocation), else the text with markers, scanned
+   * again until a pass finds nothing new. A marker ends a word, so it can give a detector the boundary it
+   * needs: `AIza` and 35 key characters run on into a card number are no Google key, until the card is a
+   * marker. Only a string with a match pays a second scan; `MAX_PASSES` bounds the rest.
+   */
   redactString(text: string): string {
+    let out = this.redactOnce(text)
+    for (let pass = 1; out !== text && pass < MAX_PASSES; pass++) {
+      text = out
+      out = this.redactOnce(text)
+    }
+    return out
+  }
+
+  private redactOnce(text: string): string {
     if (text.length < this.minLength) return text
     const matches = this.matches
     const scanner = this.scanner
