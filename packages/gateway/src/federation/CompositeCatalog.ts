@@ -10,7 +10,12 @@
  *   `call`, so a listed tool is always the one called.
  * - The merged array is reused until one of the underlying lists changes
  *   (the endpoint caches work derived from it by array identity).
- * - `call` asks the catalogs in order and moves on only on `ToolNotFound`.
+ * - `call` goes straight to the catalog that listed the name in the caller's
+ *   last merged list (tools/call reads the list first, for its header
+ *   bindings). A name that list does not have asks the catalogs in order,
+ *   moving on only on `ToolNotFound`. Routing by the list spares every call
+ *   to a later catalog the earlier ones' misses: a `ToolNotFound` built (an
+ *   `Error`, with its stack) and thrown away per federated call (#19).
  * - The lists are read one after the other, not concurrently: they are
  *   cache reads once warm, and a fiber per catalog per call was a cost on
  *   every tools/call.
@@ -29,10 +34,14 @@ const byName = (a: Tool, b: Tool): number => a.name < b.name ? -1 : a.name > b.n
 
 /** Merges `catalogs` (earlier ones win on a name both offer). */
 export const make = (catalogs: ReadonlyArray<Catalog>): Catalog => {
-  // Per caller id: the lists last merged and their merge.
+  // Per caller id: the lists last merged, their merge, and which catalog each merged name comes from.
   const memo = new Map<
     string,
-    { readonly parts: ReadonlyArray<ReadonlyArray<Tool>>; readonly merged: ReadonlyArray<Tool> }
+    {
+      readonly parts: ReadonlyArray<ReadonlyArray<Tool>>
+      readonly merged: ReadonlyArray<Tool>
+      readonly owner: (name: string) => number | undefined
+    }
   >()
   const merge = (caller: Caller, parts: ReadonlyArray<ReadonlyArray<Tool>>): ReadonlyArray<Tool> => {
     const last = memo.get(caller.id)
@@ -40,23 +49,28 @@ export const make = (catalogs: ReadonlyArray<Catalog>): Catalog => {
       return last.merged
     }
     let merged: ReadonlyArray<Tool>
+    let owner: (name: string) => number | undefined
     const nonEmpty = parts.filter((p) => p.length > 0)
     if (nonEmpty.length <= 1) {
       merged = nonEmpty[0] ?? []
+      const index = parts.indexOf(merged)
+      let names: ReadonlySet<string> | undefined
+      owner = (name) => (names ??= new Set(merged.map((tool) => tool.name))).has(name) ? index : undefined
     } else {
-      const seen = new Set<string>()
+      const owners = new Map<string, number>()
       const out: Array<Tool> = []
-      for (const part of parts) {
+      parts.forEach((part, index) => {
         for (const tool of part) {
-          if (seen.has(tool.name)) continue
-          seen.add(tool.name)
+          if (owners.has(tool.name)) continue
+          owners.set(tool.name, index)
           out.push(tool)
         }
-      }
+      })
       merged = out.sort(byName)
+      owner = (name) => owners.get(name)
     }
     if (memo.size > 10_000) memo.clear()
-    memo.set(caller.id, { parts, merged })
+    memo.set(caller.id, { parts, merged, owner })
     return merged
   }
   return ToolCatalog.of({
@@ -74,9 +88,9 @@ export const make = (catalogs: ReadonlyArray<Catalog>): Catalog => {
         if (index === catalogs.length - 1) return catalog.call(caller, request)
         return catalog.call(caller, request).pipe(Effect.catchTag("ToolNotFound", () => attempt(index + 1)))
       }
-      return catalogs.length === 0
-        ? Effect.die(new Error("CompositeCatalog.make needs at least one catalog"))
-        : attempt(0)
+      if (catalogs.length === 0) return Effect.die(new Error("CompositeCatalog.make needs at least one catalog"))
+      const listed = memo.get(caller.id)?.owner(request.name)
+      return listed === undefined ? attempt(0) : catalogs[listed]!.call(caller, request)
     },
     changes: Stream.mergeAll(catalogs.map((catalog) => catalog.changes), { concurrency: "unbounded" })
   })

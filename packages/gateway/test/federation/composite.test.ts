@@ -83,6 +83,38 @@ describe("CompositeCatalog", () => {
       assert.notStrictEqual(after, listed)
       assert.deepStrictEqual(after.map((t) => t.name), ["a/b", "dup", "gh/issues", "gh/new"])
     }).pipe(Effect.scoped))
+
+  it.effect("a listed name goes straight to the catalog that listed it; an unlisted one asks them in order", () =>
+    Effect.gen(function*() {
+      const rest = yield* memory([tool("get_pet", "rest"), tool("dup", "rest")])
+      const fed = yield* memory([tool("gh/issues", "fed"), tool("dup", "fed")])
+      const asked: Array<string> = []
+      const counting = ToolCatalog.of({
+        ...rest.catalog,
+        call: (caller, req) => Effect.suspend(() => (asked.push(req.name), rest.catalog.call(caller, req)))
+      })
+      const composite = CompositeCatalog.make([counting, fed.catalog])
+      const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text
+      // before any list: the chain (the REST catalog misses first)
+      assert.strictEqual(text(yield* composite.call(anonymous, request("gh/issues"))), "fed")
+      assert.deepStrictEqual(asked, ["gh/issues"])
+      yield* composite.list(anonymous)
+      asked.length = 0
+      assert.strictEqual(text(yield* composite.call(anonymous, request("gh/issues"))), "fed")
+      assert.strictEqual(text(yield* composite.call(anonymous, request("dup"))), "rest")
+      assert.deepStrictEqual(asked, ["dup"], "the federated tool's call never asked the REST catalog")
+      // a name no list has: both asked, in order, and ToolNotFound
+      const missing = yield* Effect.flip(composite.call(anonymous, request("nope")))
+      assert.strictEqual(missing._tag, "ToolNotFound")
+      assert.deepStrictEqual(asked, ["dup", "nope"])
+      // only one catalog has tools: its names go to it, others still through the chain
+      const lone = CompositeCatalog.make([counting, (yield* memory([])).catalog])
+      yield* lone.list(anonymous)
+      asked.length = 0
+      assert.strictEqual(text(yield* lone.call(anonymous, request("get_pet"))), "rest")
+      assert.strictEqual((yield* Effect.flip(lone.call(anonymous, request("gh/issues"))))._tag, "ToolNotFound")
+      assert.deepStrictEqual(asked, ["get_pet", "gh/issues"])
+    }).pipe(Effect.scoped))
 })
 
 describe("toolsOfVirtualServer", () => {
