@@ -4,8 +4,9 @@
  * **Rules**
  *
  * - The pool is bounded (see `PostgresClient.ts`): `DB_MAX_OPEN_CONNS`
- *   (default 15) per replica, two of which are held by the change-feed and
- *   event-log listeners.
+ *   (default 15) per replica for queries; every listener (change feed, event
+ *   log, MCP sessions, relayed cancellations) shares one more connection
+ *   beside it (`PgListener.ts`).
  * - The master key is required (`JANUS_MASTER_KEY`); previous keys
  *   (`JANUS_MASTER_KEY_PREVIOUS`, comma-separated) still open secrets sealed
  *   before a rotation.

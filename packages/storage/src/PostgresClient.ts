@@ -4,15 +4,16 @@
  * **Rules**
  *
  * - The pool is bounded: `maxConnections` (`DB_MAX_OPEN_CONNS`, default 15)
- *   is the most this process ever opens, listeners included, so
- *   `replicas x maxConnections` stays under Postgres' `max_connections`
- *   minus its reserve (10 x 15 = 150 against 200).
+ *   is the most this process opens for queries, so `replicas x
+ *   maxConnections` stays under Postgres' `max_connections` minus its
+ *   reserve (10 x 15 = 150 against 200).
  * - Idle connections close after `idleTimeout` (`DB_IDLE_TIMEOUT`,
  *   default 5 minutes) and every connection is replaced after
  *   `connectionTTL` (`DB_CONN_MAX_LIFETIME`, default 30 minutes), so
  *   failovers and PgBouncer/DNS changes are picked up.
- * - Each LISTEN holds one pooled connection while it lasts (the change feed
- *   and the event log reader take one each).
+ * - Every LISTEN shares one more connection, outside the pool
+ *   (`PgListener.ts`): listeners never hold pooled connections. The deploy
+ *   budget counts it: `(replicas + surge) x (maxConnections + 1)`.
  * - Options are plain values (the URL is `Redacted`), so the gateway's
  *   central config can validate the environment once and call `layer`;
  *   `layerConfig` reads the same variables itself.
@@ -20,10 +21,12 @@
  * @since 0.1.0
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Config, Duration, Effect, Layer, Queue, type Redacted } from "effect"
+import * as PgConnection from "@effect/sql-pg/PgConnection"
+import { Config, Duration, Effect, Layer, type Redacted } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { Notifications } from "./Notifications.ts"
+import * as PgListener from "./PgListener.ts"
 
 export interface PostgresOptions {
   /** `DATABASE_URL`, e.g. `postgres://user:pass@host:5432/janus`. */
@@ -63,24 +66,7 @@ export const config: Config.Config<PostgresOptions> = Config.all({
   )
 })
 
-const notificationsFrom = (pg: PgClient.PgClient) =>
-  Notifications.of({
-    listen: (channel) =>
-      Effect.gen(function*() {
-        const source = yield* pg.listen(channel)
-        // Keep only the payloads; the source queue's failure (a lost connection) is passed on.
-        const queue = yield* Queue.unbounded<string, SqlError>()
-        yield* Queue.take(source).pipe(
-          Effect.flatMap((n) => Queue.offer(queue, n.payload)),
-          Effect.forever,
-          Effect.catch((error) => Queue.fail(queue, error)),
-          Effect.forkScoped
-        )
-        return queue as Queue.Dequeue<string, SqlError>
-      })
-  })
-
-/** `SqlClient`, `PgClient` and `Notifications` over a bounded pool. */
+/** `SqlClient` and `PgClient` over a bounded pool, and `Notifications` over one connection beside it. */
 export const layer = (
   options: PostgresOptions
 ): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | Notifications, SqlError> => {
@@ -93,8 +79,15 @@ export const layer = (
     connectTimeout: options.connectTimeout ?? defaults.connectTimeout,
     applicationName: options.applicationName ?? defaults.applicationName
   })
-  const notifications = Layer.effect(Notifications, Effect.map(Effect.service(PgClient.PgClient), notificationsFrom))
-  return notifications.pipe(Layer.provideMerge(client))
+  const notifications = Layer.effect(
+    Notifications,
+    PgListener.make(PgConnection.make({
+      url: options.url,
+      connectTimeout: options.connectTimeout ?? defaults.connectTimeout,
+      applicationName: `${options.applicationName ?? defaults.applicationName} listen`
+    }))
+  )
+  return Layer.merge(notifications, client)
 }
 
 /** `layer` with options read from `DATABASE_URL`, `DB_MAX_OPEN_CONNS`, `DB_IDLE_TIMEOUT`, `DB_CONN_MAX_LIFETIME`. */

@@ -87,7 +87,11 @@ export const VARIABLES = {
     "Minimum log level"
   ),
   DATABASE_URL: optional(Settings.url(["postgres", "postgresql"]), "Postgres URL; unset means embedded", true),
-  DB_MAX_OPEN_CONNS: variable(Settings.int(1, 1_000), 15, "Postgres pool size per instance"),
+  DB_MAX_OPEN_CONNS: variable(
+    Settings.int(1, 1_000),
+    15,
+    "Postgres pool size per instance (LISTENs share one more connection)"
+  ),
   DB_IDLE_TIMEOUT: variable(Settings.duration(), Duration.minutes(5), "Idle time before a pooled connection closes"),
   DB_CONN_MAX_LIFETIME: variable(Settings.duration(), Duration.minutes(30), "Lifetime of a pooled connection"),
   REDIS_URL: optional(Settings.url(["redis", "rediss"]), "Redis URL for global limits, breakers and caches", true),
