@@ -38,7 +38,11 @@
  * **Rules**
  *
  * - Recording costs no string building per call: attributed series are
- *   built once per attribute combination and kept in maps.
+ *   built once per attribute combination and kept in maps. Each series is a
+ *   metric of its own with its attributes built in, not
+ *   `Metric.withAttributes` over a shared one: a shared metric caches one
+ *   series key, so series recorded in turn rebuilt it (sorting and
+ *   stringifying the attributes) and copied the context on every update.
  * - A sampled tools/call leaves an exemplar on its duration bucket
  *   (`toolCallDurationExemplars`), written out by `/metrics` (OpenMetrics)
  *   and OTLP.
@@ -145,14 +149,18 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
   "janus.limiter.fallback": "Rate-limit decisions taken per instance because the Redis store was unavailable, by tier"
 }
 
-/** A counter recorded by increments (`incremental`), as every Janus counter is. */
-const counter = (name: string): Metric.Counter<number> =>
-  Metric.counter(name, { description: DESCRIPTIONS[name], incremental: true })
+/** A counter recorded by increments (`incremental`), as every Janus counter is; `attributes` make it one series. */
+const counter = (name: string, attributes?: Metric.Metric.AttributeSet): Metric.Counter<number> =>
+  Metric.counter(name, { description: DESCRIPTIONS[name], incremental: true, attributes })
 
-const gauge = (name: string): Metric.Gauge<number> => Metric.gauge(name, { description: DESCRIPTIONS[name] })
+const gauge = (name: string, attributes?: Metric.Metric.AttributeSet): Metric.Gauge<number> =>
+  Metric.gauge(name, { description: DESCRIPTIONS[name], attributes })
 
-const histogram = (name: string, boundaries: ReadonlyArray<number>): Metric.Histogram<number> =>
-  Metric.histogram(name, { description: DESCRIPTIONS[name], boundaries })
+const histogram = (
+  name: string,
+  boundaries: ReadonlyArray<number>,
+  attributes?: Metric.Metric.AttributeSet
+): Metric.Histogram<number> => Metric.histogram(name, { description: DESCRIPTIONS[name], boundaries, attributes })
 
 export const httpServerRequestDuration = histogram("http.server.request.duration", DURATION_BUCKETS)
 export const httpServerActiveRequests = gauge("http.server.active_requests")
@@ -204,8 +212,9 @@ const memo = <M>(make: (key: string) => M) => {
 const httpByMethod = memo((method) =>
   memo((route) =>
     memo((status) =>
-      Metric.withAttributes(
-        httpServerRequestDuration,
+      histogram(
+        "http.server.request.duration",
+        DURATION_BUCKETS,
         route === "" ?
           { "http.request.method": method, "http.response.status_code": status } :
           { "http.request.method": method, "http.route": route, "http.response.status_code": status }
@@ -226,9 +235,7 @@ export const recordHttpRequest = (
   seconds: number
 ): void => httpByMethod(method)(route)(statusKey(status)).updateUnsafe(seconds, slim(context))
 
-const activeByMethod = memo((method) =>
-  Metric.withAttributes(httpServerActiveRequests, { "http.request.method": method })
-)
+const activeByMethod = memo((method) => gauge("http.server.active_requests", { "http.request.method": method }))
 /** Adds `delta` (+1 / -1) to the in-flight requests of `method`. */
 export const httpActive = (context: Context.Context<never>, method: string, delta: number): void =>
   activeByMethod(method).modifyUnsafe(delta, slim(context))
@@ -249,7 +256,7 @@ export type CallOutcome =
   | "timeout"
 
 const callCounters = memo((tool) =>
-  memo((connection) => memo((outcome) => Metric.withAttributes(calls, { outcome, tool, connection })))
+  memo((connection) => memo((outcome) => counter("janus.calls", { outcome, tool, connection })))
 )
 
 /** Exemplars of `mcp.server.operation.duration` (see `Exemplars.ts`). */
@@ -266,7 +273,7 @@ const callDurations = memo((tool) =>
       { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool } :
       { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "error.type": outcome }
     return {
-      metric: Metric.withAttributes(toolCallDuration, attributes),
+      metric: histogram("mcp.server.operation.duration", DURATION_BUCKETS, attributes),
       exemplars: toolCallDurationExemplars.of(attributes)
     }
   })
@@ -306,7 +313,7 @@ export const callActive = (context: Context.Context<never>, delta: number): void
 /** Why admission refused a request. */
 export type RefusalReason = "unauthenticated" | "forbidden" | "rate_limited" | "shed"
 
-const refusalByReason = memo((reason) => Metric.withAttributes(admissionRefusals, { reason }))
+const refusalByReason = memo((reason) => counter("janus.admission.refusals", { reason }))
 
 /** Records an admission refusal. */
 export const recordRefusal = (context: Context.Context<never>, reason: RefusalReason): void =>
@@ -315,7 +322,7 @@ export const recordRefusal = (context: Context.Context<never>, reason: RefusalRe
 /** Breaker states as gauge values. */
 export const BreakerStateValue = { Closed: 0, HalfOpen: 1, Open: 2 } as const
 
-const breakerByConnection = memo((connection) => Metric.withAttributes(breakerState, { connection }))
+const breakerByConnection = memo((connection) => gauge("janus.breaker.state", { connection }))
 
 /** Sets the breaker state of `connection`. */
 export const recordBreakerState = (
@@ -327,8 +334,8 @@ export const recordBreakerState = (
 /** The caches Janus reports on (SPEC "Caches and their invalidation"). */
 export type CacheName = "config" | "token" | "secret" | "response" | "jwks" | (string & {})
 
-const cacheHits = memo((cache) => Metric.withAttributes(cacheLookups, { cache, result: "hit" }))
-const cacheMisses = memo((cache) => Metric.withAttributes(cacheLookups, { cache, result: "miss" }))
+const cacheHits = memo((cache) => counter("janus.cache.lookups", { cache, result: "hit" }))
+const cacheMisses = memo((cache) => counter("janus.cache.lookups", { cache, result: "miss" }))
 
 /** Records one lookup of `cache`. */
 export const recordCacheLookup = (context: Context.Context<never>, cache: CacheName, hit: boolean): void =>

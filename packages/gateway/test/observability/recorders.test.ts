@@ -40,4 +40,22 @@ describe("metric recorders", () => {
         connection: "pets"
       })
     }))
+
+  it.effect("series of one metric recorded in turn each keep their own count and attributes", () =>
+    Effect.gen(function*() {
+      const registry = new Map()
+      const context = Context.make(Metric.MetricRegistry, registry) as Context.Context<never>
+      for (let i = 0; i < 3; i++) {
+        Metrics.recordCacheLookup(context, "config", true)
+        Metrics.recordCacheLookup(context, "token", true)
+        Metrics.recordCacheLookup(context, "config", false)
+      }
+      Metrics.recordCacheLookup(context, "token", true)
+      const snapshot = yield* Metric.snapshot.pipe(Effect.provideService(Metric.MetricRegistry, registry))
+      const counts = snapshot
+        .filter((m) => m.id === "janus.cache.lookups")
+        .map((m) => `${m.attributes!.cache} ${m.attributes!.result} ${(m.state as { count: number }).count}`)
+        .sort()
+      assert.deepStrictEqual(counts, ["config hit 3", "config miss 3", "token hit 4"])
+    }))
 })
