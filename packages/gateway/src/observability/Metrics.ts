@@ -213,7 +213,7 @@ const httpByMethod = memo((method) =>
   memo((route) =>
     memo((status) =>
       histogram(
-        "http.server.request.duration",
+        httpServerRequestDuration.id,
         DURATION_BUCKETS,
         route === "" ?
           { "http.request.method": method, "http.response.status_code": status } :
@@ -235,7 +235,7 @@ export const recordHttpRequest = (
   seconds: number
 ): void => httpByMethod(method)(route)(statusKey(status)).updateUnsafe(seconds, slim(context))
 
-const activeByMethod = memo((method) => gauge("http.server.active_requests", { "http.request.method": method }))
+const activeByMethod = memo((method) => gauge(httpServerActiveRequests.id, { "http.request.method": method }))
 /** Adds `delta` (+1 / -1) to the in-flight requests of `method`. */
 export const httpActive = (context: Context.Context<never>, method: string, delta: number): void =>
   activeByMethod(method).modifyUnsafe(delta, slim(context))
@@ -256,7 +256,7 @@ export type CallOutcome =
   | "timeout"
 
 const callCounters = memo((tool) =>
-  memo((connection) => memo((outcome) => counter("janus.calls", { outcome, tool, connection })))
+  memo((connection) => memo((outcome) => counter(calls.id, { outcome, tool, connection })))
 )
 
 /** Exemplars of `mcp.server.operation.duration` (see `Exemplars.ts`). */
@@ -273,7 +273,7 @@ const callDurations = memo((tool) =>
       { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool } :
       { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "error.type": outcome }
     return {
-      metric: histogram("mcp.server.operation.duration", DURATION_BUCKETS, attributes),
+      metric: histogram(toolCallDuration.id, DURATION_BUCKETS, attributes),
       exemplars: toolCallDurationExemplars.of(attributes)
     }
   })
@@ -313,7 +313,7 @@ export const callActive = (context: Context.Context<never>, delta: number): void
 /** Why admission refused a request. */
 export type RefusalReason = "unauthenticated" | "forbidden" | "rate_limited" | "shed"
 
-const refusalByReason = memo((reason) => counter("janus.admission.refusals", { reason }))
+const refusalByReason = memo((reason) => counter(admissionRefusals.id, { reason }))
 
 /** Records an admission refusal. */
 export const recordRefusal = (context: Context.Context<never>, reason: RefusalReason): void =>
@@ -322,7 +322,7 @@ export const recordRefusal = (context: Context.Context<never>, reason: RefusalRe
 /** Breaker states as gauge values. */
 export const BreakerStateValue = { Closed: 0, HalfOpen: 1, Open: 2 } as const
 
-const breakerByConnection = memo((connection) => gauge("janus.breaker.state", { connection }))
+const breakerByConnection = memo((connection) => gauge(breakerState.id, { connection }))
 
 /** Sets the breaker state of `connection`. */
 export const recordBreakerState = (
@@ -334,8 +334,8 @@ export const recordBreakerState = (
 /** The caches Janus reports on (SPEC "Caches and their invalidation"). */
 export type CacheName = "config" | "token" | "secret" | "response" | "jwks" | (string & {})
 
-const cacheHits = memo((cache) => counter("janus.cache.lookups", { cache, result: "hit" }))
-const cacheMisses = memo((cache) => counter("janus.cache.lookups", { cache, result: "miss" }))
+const cacheHits = memo((cache) => counter(cacheLookups.id, { cache, result: "hit" }))
+const cacheMisses = memo((cache) => counter(cacheLookups.id, { cache, result: "miss" }))
 
 /** Records one lookup of `cache`. */
 export const recordCacheLookup = (context: Context.Context<never>, cache: CacheName, hit: boolean): void =>
