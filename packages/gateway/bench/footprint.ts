@@ -20,6 +20,12 @@
  * memory does not depend on what else runs); the loads, and what follows
  * each, run one store after the other.
  *
+ * Then the same c=16 window against the effect floor (`support/effect-floor.ts`:
+ * effect's HTTP server and HttpClient making the same downstream call, no
+ * auth, limits, audit or MCP checks), preloaded with the same probe: what any
+ * gateway on this stack allocates and spends per call before doing its job,
+ * the floor under Janus's figures.
+ *
  * Targets (issue #19): at most 30 KB allocated per tools/call; embedded idle
  * at most 300 MiB and at most 450 MiB after load; Postgres idle at most
  * 150 MiB and at most 300 MiB after load.
@@ -215,6 +221,31 @@ const loadStore = async ({ idle, janus, port, store, token }: NonNullable<Awaite
   children.splice(children.indexOf(janus), 1)
 }
 
+/** The effect floor's allocation and CPU per call, the same window and probe as a store's 2026-07-28 c=16. */
+const measureFloor = async (downstreamUrl: string) => {
+  log("effect floor: 2026-07-28 c=16 (allocation, CPU)")
+  const floor = Processes.spawnNode(support("effect-floor.ts"), [downstreamUrl], {
+    nodeArgs: ["--import", support("alloc-probe.mjs")],
+    env: RUNTIME_ENV
+  })
+  children.push(floor)
+  const url = (await floor.announced).url as string
+  const m = await measured(floor, {
+    url,
+    mode: "call",
+    revision: "2026-07-28",
+    concurrency: 16,
+    warmupMs: WARMUP,
+    durationMs: WINDOW
+  })
+  results["effect floor 2026-07-28 c=16: KB allocated/call; CPU µs/call; calls/s"] = `${m.kbPerCall.toFixed(1)}; ${
+    Math.round(m.cpuUsPerCall)
+  }; ${Math.round(m.rps)}`
+  if (m.errors > 0) notes.push(`effect floor: ${m.errors} errors`)
+  await floor.stop()
+  children.splice(children.indexOf(floor), 1)
+}
+
 try {
   const loadAtStart = loadavg()[0]!.toFixed(2)
   const downstream = Processes.spawnNode(support("downstream.ts"))
@@ -223,11 +254,13 @@ try {
   // nothing is measured but idle memory until both are up: start them at once (one after the other took 20 s more)
   const started = await Promise.all(STORES.map((store) => startStore(store, downstreamUrl)))
   for (const store of started) if (store !== undefined) await loadStore(store)
+  await measureFloor(downstreamUrl)
   notes.unshift(
     `each store: idle RSS 5 s after ready (median of 5 samples; both stores started and idle at once); load, one ` +
       `store after the other = c=16 for ${WINDOW} ms (measured: ` +
       `allocation from alloc-probe, CPU from /proc, after a ${WARMUP} ms warm-up) then c=64 for ${WINDOW} ms, ` +
-      "for 2026-07-28 (stateless) and 2025-11-25 (a session per connection)",
+      "for 2026-07-28 (stateless) and 2025-11-25 (a session per connection); then the effect floor " +
+      "(support/effect-floor.ts, its sources, the image's memory settings) at c=16, measured the same way",
     `load average (1 min) at start ${loadAtStart}, at end ${loadavg()[0]!.toFixed(2)}`,
     `gateway Node flags: ${NODE_ARGS.length === 0 ? "none" : NODE_ARGS.join(" ")}; runtime environment: ${
       Runtime.describe(RUNTIME)

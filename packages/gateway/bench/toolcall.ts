@@ -26,7 +26,8 @@
  *    and b/c; and the CPU each server process spent per call (from /proc,
  *    steadier than wall-clock numbers on a shared machine);
  * 2. the latency Janus adds at half its maximum throughput: (a) and (b) open
- *    loop at the same fixed rate, p50 and p99 compared;
+ *    loop at the same fixed rate, p50 and p99 compared; and, at that rate,
+ *    what the effect floor adds (2026-07-28): the framework's share of it;
  * 3. a CPU profile (`--cpu-prof`) of a second Janus process under load at
  *    concurrency 16, cut to the load's time window and summarised by top
  *    self-time functions and by hot-path step (`support/profile.ts`);
@@ -321,6 +322,14 @@ try {
     results[`${revision} Janus adds at ${fmt(rate)}/s (half max), p50; p99 ms`] = `${ms(b.p50 - a.p50)}; ${
       ms(b.p99 - a.p99)
     } (direct ${ms(a.p50)}/${ms(a.p99)}, Janus ${ms(b.p50)}/${ms(b.p99)}, ${b.rps}/s achieved, ${b.late} sent late)`
+    if (revision === "2026-07-28") {
+      // the framework's own share of that latency: the effect floor at the same rate
+      const d = await load({ url: floorUrl, mode: "call", revision, concurrency: 64, rate }, floor)
+      check(`floor at ${rate}/s`, d)
+      results[`effect floor adds at ${fmt(rate)}/s (Janus's half max), p50; p99 ms`] = `${ms(d.p50 - a.p50)}; ${
+        ms(d.p99 - a.p99)
+      } (floor ${ms(d.p50)}/${ms(d.p99)}, ${d.rps}/s achieved, ${d.late} sent late)`
+    }
   }
   results["Janus RSS after the runs, MiB"] = Math.round(rssOf(janus.pid) / 2 ** 20)
   await stop(janus)
