@@ -13,7 +13,12 @@
  *   request bodies built before the clock starts.
  *
  * Both servers are warmed once at the start (every operation, c=8: their
- * first calls compile the hot path). Each round then measures, for each
+ * first calls compile the hot path), Janus for longer: its call path reaches
+ * its steady speed only after some 10,000 calls per operation (V8 tiering
+ * up effect's runtime and the call path). With 1 s per operation the first
+ * round measured a Janus still compiling (2026-12-02, c=1 tools/call p50
+ * 2.05 ms in round 1, 1.58 ms in round 3; after 12 s per operation, 1.33 ms
+ * in round 1). Each round then measures, for each
  * operation and concurrency level, the upstream directly then Janus (same
  * requests, 2026-07-28 headers and `_meta`; Janus's with
  * `Authorization: Bearer`), each after a short warm-up of its own (new
@@ -23,7 +28,8 @@
  * JSON-RPC `result` counts as an error.
  *
  * Environment: BENCH_ROUNDS (3), BENCH_DURATION_MS (2000), BENCH_WARMUP_MS (250),
- * BENCH_FIRST_WARMUP_MS (1000, per server and operation), BENCH_LEVELS (1,8).
+ * BENCH_FIRST_WARMUP_MS (1000, the upstream's, per operation), BENCH_JANUS_WARMUP_MS
+ * (6000, Janus's, per operation), BENCH_LEVELS (1,8).
  *
  * Prints the table on stderr and, last on stdout, the JSON line
  * `scripts/bench.ts` reads (`npm run bench federated`).
@@ -42,6 +48,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const DURATION = Number(process.env.BENCH_DURATION_MS ?? 2_000)
 const WARMUP = Number(process.env.BENCH_WARMUP_MS ?? 250)
 const FIRST_WARMUP = Number(process.env.BENCH_FIRST_WARMUP_MS ?? 1_000)
+const JANUS_WARMUP = Number(process.env.BENCH_JANUS_WARMUP_MS ?? 6_000)
 const LEVELS = (process.env.BENCH_LEVELS ?? "1,8").split(",").map(Number)
 
 const benchStarted = performance.now()
@@ -176,12 +183,10 @@ const main = async () => {
     if (probes.every(Boolean)) break
     await new Promise((r) => setTimeout(r, 100))
   }
-  if (FIRST_WARMUP > 0) {
-    log(`warming both servers, every operation, ${FIRST_WARMUP} ms each`)
-    for (const op of OPERATIONS) {
-      await measure(upstreamUrl, undefined, op, 8, 0, FIRST_WARMUP)
-      await measure(janusUrl, token, op, 8, 0, FIRST_WARMUP)
-    }
+  log(`warming both servers, every operation: the upstream ${FIRST_WARMUP} ms, Janus ${JANUS_WARMUP} ms each`)
+  for (const op of OPERATIONS) {
+    if (FIRST_WARMUP > 0) await measure(upstreamUrl, undefined, op, 8, 0, FIRST_WARMUP)
+    if (JANUS_WARMUP > 0) await measure(janusUrl, token, op, 8, 0, JANUS_WARMUP)
   }
   const results_ = new Map<string, Array<{ direct: Window; janus: Window }>>()
   for (let round = 0; round < ROUNDS; round++) {
@@ -254,7 +259,8 @@ const main = async () => {
     results,
     notes: [
       `median over ${ROUNDS} rounds of ${DURATION} ms windows, each after a ${WARMUP} ms warm-up; both servers ` +
-      `first warmed once (every operation, c=8, ${FIRST_WARMUP} ms each); load average ${load.toFixed(2)} at start`
+      `first warmed once (every operation, c=8, the upstream ${FIRST_WARMUP} ms and Janus ${JANUS_WARMUP} ms each); ` +
+      `load average ${load.toFixed(2)} at start`
     ]
   }))
 }
