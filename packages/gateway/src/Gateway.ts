@@ -43,7 +43,7 @@ import * as Cancellations from "./mcp/Cancellations.ts"
 import { Features } from "./mcp/Features.ts"
 import { Guard, ListChanged, McpHttp, Sessions, ToolCatalog } from "./mcp/index.ts"
 import { CurrentRequestId } from "./observability/HttpObservability.ts"
-import { Drain, HttpObservability, Otlp, Prometheus } from "./observability/index.ts"
+import { Drain, HttpObservability, Otlp, Prometheus, Propagation } from "./observability/index.ts"
 import { OpenApiImporter } from "./openapi/index.ts"
 import { HealthRoutes } from "./probes/Health.ts"
 import { Redactor } from "./redaction/index.ts"
@@ -256,8 +256,16 @@ export const layerOn = <S, SE, StE>(options: {
     Layer.provideMerge(HttpRouter.serve(makeRoutes(options.mcp), { disableListenLog: true, disableLogger: true })),
     Layer.provideMerge(services),
     Layer.provideMerge(options.extra ?? Layer.empty),
-    // OTEL_PROPAGATORS and the exemplar filter, read by every request whether or not anything is exported
-    Layer.provideMerge(Layer.mergeAll(Drain.Drain.layerConfig, HttpObservability.layerTracing(), Otlp.layerReferences)),
+    // OTEL_PROPAGATORS and the exemplar filter, read by every request whether or not anything is exported;
+    // with no tracer, egress requests carry the caller's trace context and no client span of effect's
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Drain.Drain.layerConfig,
+        HttpObservability.layerTracing(),
+        Otlp.layerReferences,
+        Propagation.layerUntracedClient
+      )
+    ),
     Layer.provideMerge(options.server),
     // which programs stdio upstreams may run: checked by storage on writes and by federation before spawning;
     // the event log's writer reports its buffer and flushes as metrics

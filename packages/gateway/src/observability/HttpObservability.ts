@@ -21,7 +21,9 @@
  *   server-level tracing off: {@link layer} makes the server span.
  * - {@link layer} (the middleware), per request:
  *   - the server span (above), under the parent the configured propagators
- *     read, and the incoming baggage (`TraceContext.IncomingBaggage`);
+ *     read, and the incoming baggage (`TraceContext.IncomingBaggage`); with
+ *     no tracer, instead of the span, that parent and the request's trace id
+ *     (`TraceContext.CurrentUntracedTrace`: passed on as received, recorded);
  *   - a request id: `X-Request-Id` when the client sent a sane one (1-128 of
  *     `[A-Za-z0-9._:-]`), a new UUID otherwise; echoed in the response and
  *     added to every log line of the request (`request_id`);
@@ -48,7 +50,7 @@ import { randomUUID } from "node:crypto"
 import { Drain, gate, type HttpDrainOptions } from "./Drain.ts"
 import * as Metrics from "./Metrics.ts"
 import * as Propagation from "./Propagation.ts"
-import { IncomingBaggage, TraceState } from "./TraceContext.ts"
+import { CurrentUntracedTrace, IncomingBaggage, TraceState } from "./TraceContext.ts"
 
 /** The gateway's route templates, for span names. Unknown paths are named by their method. */
 export const ROUTE_TEMPLATES: ReadonlyArray<string> = [
@@ -117,19 +119,13 @@ export const CurrentRequestId = Context.Reference<string | undefined>(
 )
 
 /**
- * The trace id of the request being served when no tracer makes spans: the
- * incoming `traceparent`'s, or a new one (the gateway is then the trace's
- * root), so audit records carry a trace id whether or not tracing is on.
- * With a tracer, the current span's trace id is the one to use.
+ * The trace id of the current span, or, when no tracer makes spans, of the
+ * request (`CurrentUntracedTrace`: the caller's, or a new one), so audit
+ * records carry a trace id whether or not tracing is on.
  */
-export const CurrentTraceId = Context.Reference<string | undefined>(
-  "@janus/gateway/observability/CurrentTraceId",
-  { defaultValue: () => undefined }
-)
-
-/** The trace id of the current span, or of the request when no span is made (see `CurrentTraceId`). */
 export const traceIdOf = (context: Context.Context<never>): string | null =>
-  Context.getOrUndefined(context, Tracer.ParentSpan)?.traceId ?? Context.get(context, CurrentTraceId) ?? null
+  Context.getOrUndefined(context, Tracer.ParentSpan)?.traceId ?? Context.get(context, CurrentUntracedTrace)?.traceId ??
+    null
 
 /** The request id of a request: a sane `X-Request-Id`, or a new UUID. */
 export const requestIdOf = (request: HttpServerRequest.HttpServerRequest): string => {
@@ -210,11 +206,10 @@ export const layer = (
             withState = Effect.provideService(withState, IncomingBaggage, incoming.baggage)
           }
           const served = fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ?
-            Effect.provideService(
-              withState,
-              CurrentTraceId,
-              incoming.parent?.traceId ?? randomUUID().replaceAll("-", "")
-            ) :
+            Effect.provideService(withState, CurrentUntracedTrace, {
+              traceId: incoming.parent?.traceId ?? randomUUID().replaceAll("-", ""),
+              parent: incoming.parent
+            }) :
             serverSpan(request, incoming, withState)
           return scope === undefined ?
             served :

@@ -20,6 +20,10 @@
  *   formats (flag `00` for an unsampled call, so the decision travels on),
  *   and {@link withContextHeaders} adds the request's `baggage` and, for its
  *   own trace, `tracestate`.
+ * - With no tracer installed (no trace export), no client span is made:
+ *   {@link withContextHeaders} writes the caller's `traceparent` exactly as
+ *   it came in (and its `tracestate`), rewritten into the configured formats
+ *   as above, or no trace header at all when the caller sent none.
  * - Baggage is passed on as received, normalised and bounded by the W3C
  *   propagator (at most 180 entries, 4096 bytes each, 8192 in all); Janus
  *   adds nothing to it.
@@ -29,11 +33,19 @@
 import * as OtelApi from "@opentelemetry/api"
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from "@opentelemetry/core"
 import { B3InjectEncoding, B3Propagator } from "@opentelemetry/propagator-b3"
-import { Context, Effect, Tracer } from "effect"
+import { Context, Effect, Layer, Tracer } from "effect"
 import { Headers, HttpClient, HttpClientRequest } from "effect/http"
 import type { Dispatcher } from "undici"
 import type { PropagatorName } from "../config/OtelVariables.ts"
-import { IncomingBaggage, type IncomingTraceState, isValidTraceState, Propagators, TraceState } from "./TraceContext.ts"
+import {
+  IncomingBaggage,
+  type IncomingTraceState,
+  isValidTraceState,
+  outgoingParent,
+  Propagators,
+  traceparentOf,
+  TraceState
+} from "./TraceContext.ts"
 
 export { IncomingBaggage, Propagators }
 
@@ -196,9 +208,26 @@ export const interceptor =
     return dispatch({ ...options, headers: rewrite(headers as Record<string, string>, names) }, handler)
   }
 
+/** Requests sent with no tracer installed: effect's client makes no span for them ({@link layerUntracedClient}). */
+const untracedRequests = new WeakSet<HttpClientRequest.HttpClientRequest>()
+
+/**
+ * `HttpClient.TracerDisabledWhen` for the gateway: effect's client makes no
+ * span, and writes no `traceparent`, for a request {@link withContextHeaders}
+ * sent with no tracer installed (it writes the caller's context instead).
+ */
+export const layerUntracedClient: Layer.Layer<never> = Layer.succeed(HttpClient.TracerDisabledWhen)((request) =>
+  untracedRequests.has(request)
+)
+
 /**
  * `client` adding the request's `baggage` (when `baggage` is configured) and,
  * for the request's own trace, its `tracestate` (when `tracecontext` is).
+ * With no tracer installed it also writes the caller's `traceparent` as it
+ * came in (`TraceContext.outgoingParent`; rewritten into the configured
+ * formats by {@link interceptor}), or none, and marks the request so that
+ * effect's client makes no span for it: a span of the native tracer would be
+ * a new, unrecorded trace, sent on as sampled.
  */
 export const withContextHeaders = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
   HttpClient.mapRequestEffect(client, (request) =>
@@ -207,12 +236,15 @@ export const withContextHeaders = (client: HttpClient.HttpClient): HttpClient.Ht
       let out = request
       const bag = fiber.getRef(IncomingBaggage)
       if (bag !== undefined && names.includes("baggage")) out = HttpClientRequest.setHeader(out, "baggage", bag)
+      const untraced = fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
+      const span = untraced ? outgoingParent(fiber) : Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+      if (untraced && span !== undefined) out = HttpClientRequest.setHeader(out, "traceparent", traceparentOf(span))
       const state = fiber.getRef(TraceState)
-      if (state !== undefined && names.includes("tracecontext")) {
-        const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
-        if (span !== undefined && span.traceId === state.traceId) {
-          out = HttpClientRequest.setHeader(out, "tracestate", state.value)
-        }
+      if (
+        state !== undefined && names.includes("tracecontext") && span !== undefined && span.traceId === state.traceId
+      ) {
+        out = HttpClientRequest.setHeader(out, "tracestate", state.value)
       }
+      if (untraced) untracedRequests.add(out)
       return Effect.succeed(out)
     }))

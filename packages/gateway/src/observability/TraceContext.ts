@@ -15,7 +15,9 @@
  *   the HTTP server span as a link ({@link TransportSpan}).
  * - Out over HTTP: effect's `HttpClient` (the egress client is one, over
  *   undici) writes `traceparent` for its client span, which the egress
- *   dispatcher rewrites into the configured formats (`Propagation`);
+ *   dispatcher rewrites into the configured formats (`Propagation`). With no
+ *   tracer ({@link UntracedTrace}) no span is made and the caller's context
+ *   goes out as it came in, or none;
  *   {@link inject} adds `traceparent`/`tracestate` to a plain headers object
  *   for code that writes requests by hand.
  * - Out over MCP: {@link injectMeta} adds `traceparent`/`tracestate` to a
@@ -53,6 +55,37 @@ export const TraceState = Context.Reference<IncomingTraceState | undefined>(
   { defaultValue: () => undefined }
 )
 
+/**
+ * The trace of the request being served when no tracer makes spans (no
+ * trace export): the caller's, as its trace context came in (`parent`), or a
+ * new trace id with no parent. The id goes into audit records and logs; the
+ * caller's context is passed on, as received, to the calls the request makes
+ * (Janus, making no spans, is then not a participant). A new id is never
+ * sent: a made-up `traceparent` would break the caller's trace and, flagged
+ * sampled, make every downstream that samples by its parent record every
+ * call.
+ */
+export interface UntracedTrace {
+  readonly traceId: string
+  readonly parent: Tracer.ExternalSpan | undefined
+}
+
+/** The {@link UntracedTrace} of the request being served; undefined when a tracer makes spans. */
+export const CurrentUntracedTrace = Context.Reference<UntracedTrace | undefined>(
+  "@janus/gateway/observability/CurrentUntracedTrace",
+  { defaultValue: () => undefined }
+)
+
+/**
+ * The span whose context goes out with the calls the current fiber makes:
+ * the current span or, when no tracer makes spans, the caller's.
+ */
+export const outgoingParent = (fiber: {
+  readonly context: Context.Context<never>
+  readonly getRef: <A>(ref: Context.Reference<A>) => A
+}): Tracer.AnySpan | undefined =>
+  Context.getOrUndefined(fiber.context, Tracer.ParentSpan) ?? fiber.getRef(CurrentUntracedTrace)?.parent
+
 /** The HTTP server span of a request whose MCP operation has another parent (from `_meta`). */
 export const TransportSpan = Context.Reference<Tracer.AnySpan | undefined>(
   "@janus/gateway/observability/TransportSpan",
@@ -86,10 +119,10 @@ export const headersOf = (
     { traceparent: traceparentOf(span), tracestate: state.value } :
     { traceparent: traceparentOf(span) }
 
-/** The trace headers of the current span; `{}` outside any span. */
+/** The trace headers of {@link outgoingParent}; `{}` when there is none. */
 export const current: Effect.Effect<{ readonly traceparent?: string; readonly tracestate?: string }> = Effect
   .withFiber((fiber) => {
-    const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+    const span = outgoingParent(fiber)
     return Effect.succeed(span === undefined ? {} : headersOf(span, fiber.getRef(TraceState)))
   })
 
