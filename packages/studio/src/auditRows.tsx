@@ -3,7 +3,7 @@
  * details, an admin change's details (its diff from auditLive.ts), and the export of the filtered rows. Nothing here changes what is
  * stored: arguments are shown only when the record holds them.
  */
-import { useEffect, useRef } from "preact/hooks"
+import { useLayoutEffect, useRef } from "preact/hooks"
 import { listAll, request } from "./api.ts"
 import { callerOf } from "./audit.ts"
 import { changeLines, changeTitle } from "./auditLive.ts"
@@ -34,7 +34,7 @@ const Detail = (props: {
   children: preact.ComponentChildren
 }) => {
   const box = useRef<HTMLElement>(null)
-  useEffect(() => {
+  useLayoutEffect(() => {
     box.current?.scrollIntoView({ block: "nearest" })
     box.current?.focus()
   }, [props.record])

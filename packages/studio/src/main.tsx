@@ -3,7 +3,7 @@
  * status, and the client-side routes.
  */
 import { type JSX, render } from "preact"
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useLayoutEffect, useState } from "preact/hooks"
 import { onUnauthorized, request, session } from "./api.ts"
 import { connect, type LiveStatus } from "./live.ts"
 import { Audit } from "./pages/Audit.tsx"
@@ -80,7 +80,7 @@ const Shell = (props: { token: string; onSignOut: () => void }) => {
     void startStats()
     return () => live.close()
   }, [props.token])
-  useEffect(() => {
+  useLayoutEffect(() => {
     // move focus to the new page's heading, so keyboard and screen-reader users land on it
     document.getElementById("page-title")?.focus()
   }, [path])

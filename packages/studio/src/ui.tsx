@@ -3,7 +3,7 @@
  * Every control has a visible `<label>`; errors are announced (`role=alert`).
  */
 import type { ComponentChildren } from "preact"
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks"
 import { ApiError } from "./api.ts"
 import { copy } from "./toast.tsx"
 
@@ -198,7 +198,9 @@ export const CardForm = (
   }
 ) => {
   const form = useRef<HTMLFormElement>(null)
-  useEffect(() => {
+  // a layout effect: focus moves in the same task as the form appears, before paint, so no keystroke lands
+  // on the button that opened it
+  useLayoutEffect(() => {
     if (props.focus !== true || form.current === null) return
     form.current.scrollIntoView({ block: "start" })
     form.current.querySelector<HTMLElement>("input:not([type=hidden]), select, textarea")?.focus()

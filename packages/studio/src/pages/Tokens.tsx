@@ -1,5 +1,5 @@
 /** Client and admin tokens: create (the token is shown once), scopes, revoke. */
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useLayoutEffect, useRef, useState } from "preact/hooks"
 import { listAll, request } from "../api.ts"
 import { MultiPick, useServerNames, useToolNames } from "../pickers.tsx"
 import { refresh, useResource } from "../store.ts"
@@ -12,7 +12,7 @@ const list = (items: ReadonlyArray<string>) => items.length === 0 ? null : items
 
 const ShownOnce = (props: { token: string; onClose: () => void }) => {
   const pre = useRef<HTMLPreElement>(null)
-  useEffect(() => {
+  useLayoutEffect(() => {
     pre.current?.scrollIntoView({ block: "center" })
     pre.current?.focus()
   }, [props.token])

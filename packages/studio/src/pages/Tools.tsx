@@ -4,7 +4,7 @@
  * from the tool's input schema. A try goes through `/mcp` with a client
  * token, i.e. the real hot path: it is limited, audited and shows up live.
  */
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useLayoutEffect, useRef, useState } from "preact/hooks"
 import { callTool, listAll, listTools } from "../api.ts"
 import { emptyEndpointDraft, endpointBody, type EndpointDraft, endpointDraftOf } from "../drafts.ts"
 import { argumentsOf, type Field, fieldsOf, type Values } from "../schemaForm.ts"
@@ -122,7 +122,7 @@ const TryTool = (props: { tool: { name: string; inputSchema?: unknown }; token: 
   const action = useAction()
   const shown = useRef<HTMLDivElement>(null)
   // the result (or the error) may open below the fold: scroll to it and move focus there, so it is seen and read
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (result === undefined && action.error === undefined) return
     shown.current?.scrollIntoView({ block: "nearest" })
     shown.current?.focus()
