@@ -69,7 +69,7 @@ describe("deploy/Dockerfile", () => {
     const env = finalStage.filter((i) => i.op === "ENV").map((i) => i.args).join(" ")
     assert.include(env, "JANUS_HOST=0.0.0.0")
     // issue #19: the young generation sized for a gateway's short-lived garbage
-    assert.include(env, "NODE_OPTIONS=--max-semi-space-size=16")
+    assert.include(env, "NODE_OPTIONS=--max-semi-space-size=8")
     // and glibc's malloc arenas few, so freed native memory is reused, not kept per thread
     assert.include(env, "MALLOC_ARENA_MAX=2")
   })
