@@ -15,9 +15,11 @@
  *   the gateway's PATH) or an absolute path, and must be allowed by
  *   `StdioAllowList` (the gateway's `JANUS_STDIO_COMMANDS`, nothing by
  *   default), else `InvalidInput` on `command` naming it; `cwd` is an
- *   absolute path; `env` names the dynamic loader's variables (`LD_*`,
- *   `DYLD_*`) are refused; env values are text or `{ secret }` (a secret's
- *   name, never its value).
+ *   absolute path; `env` names follow `StdioEnvironment`'s rule (upper-case
+ *   names, none that changes how programs, loaders or interpreters behave:
+ *   `LD_*`, `NODE_OPTIONS`, `BASH_ENV`, `PATH`, ...), else `InvalidInput` on
+ *   `env.<name>`; env values are text or `{ secret }` (a secret's name,
+ *   never its value).
  * - `update` replaces the connection and needs the `version` that was read;
  *   a stale one fails with `VersionConflict` and changes nothing. The kind of
  *   a connection cannot change (its endpoints depend on it).
@@ -39,11 +41,9 @@ import {
   type ConnectionAuth,
   ConnectionInput,
   defaultPollIntervalMs,
-  EnvNamePattern,
   McpConnection,
   type McpConnectionAuth,
   McpConnectionInput,
-  RefusedEnvPattern,
   RestConnection,
   RetryPolicy,
   type StdioCommand
@@ -56,6 +56,7 @@ import {
   type StorageError,
   VersionConflict
 } from "./Errors.ts"
+import * as StdioEnvironment from "./StdioEnvironment.ts"
 import { duplicateName, json, storageError, toDate, toNumber } from "./internal/sql.ts"
 import { checkEgressAllowList, checkHttpUrl, checkVersion, decodeInput } from "./Validation.ts"
 
@@ -150,17 +151,13 @@ export class Connections extends Context.Service<Connections, {
         if (input.cwd !== null && !input.cwd.startsWith("/")) {
           return yield* invalid("cwd", input.cwd, "an absolute directory path, or null")
         }
-        for (const name of Object.keys(input.env)) {
-          if (!EnvNamePattern.test(name)) {
-            return yield* invalid(`env`, name, "variable names of letters, digits and _, not starting with a digit")
-          }
-          if (RefusedEnvPattern.test(name)) {
-            return yield* invalid(
-              `env.${name}`,
-              undefined,
-              "a variable other than the dynamic loader's (LD_*, DYLD_*), which would let any allowed program load other code"
-            )
-          }
+        // the rule a spawn checks again (a connection stored under an older rule is not run)
+        const refused = StdioEnvironment.firstRefused(input.env)
+        if (refused !== undefined) {
+          // a name that is no name at all is shown as a value (quoted, cut), not as a field path
+          return yield* /^[A-Za-z0-9_]{1,128}$/.test(refused)
+            ? invalid(`env.${refused}`, undefined, StdioEnvironment.EXPECTED)
+            : invalid("env", refused, StdioEnvironment.EXPECTED)
         }
         if (input.auth.scheme !== "none") {
           return yield* invalid(

@@ -128,14 +128,8 @@ const ToolPrefix = Schema.NullOr(
 export const McpTransport = Schema.Literals(["streamable-http", "sse", "stdio"])
 export type McpTransport = typeof McpTransport.Type
 
-/** Environment variable names of a stdio upstream (POSIX portable names). */
+/** Environment variable names (POSIX portable names): what a configuration document's `valueFrom.env` reads. */
 export const EnvNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
-/**
- * Variables that change which code an allowed program loads (the dynamic
- * loader's), refused in a stdio upstream's `env`: the command allow-list
- * (`JANUS_STDIO_COMMANDS`) would mean nothing with them.
- */
-export const RefusedEnvPattern = /^(LD_|DYLD_)/
 
 /** Text a program can take: no NUL (the OS cannot pass it) and no lone surrogate (not UTF-8). */
 const ProgramText = (max: number) =>
@@ -164,7 +158,7 @@ export const StdioCommand = Schema.Struct({
     Schema.isPattern(/^[^\s\p{Cc}][^\p{Cc}]{0,1023}$/u, expected("an executable name or path (1..1024 characters)"))
   ),
   args: Schema.Array(ProgramText(32_768)).check(Schema.isMaxLength(256, expected("at most 256 arguments"))),
-  /** Names match `EnvNamePattern` (checked by `Connections`: a record drops keys its key schema refuses). */
+  /** Names follow `StdioEnvironment`'s rule (checked by `Connections`: a record drops keys its key schema refuses). */
   env: Schema.Record(Schema.String, StdioEnvValue),
   cwd: Schema.NullOr(ProgramText(4096))
 })

@@ -40,6 +40,7 @@ export {
   type CreatedClientToken
 } from "./ClientTokens.ts"
 export { Connections, type ConnectionWriteError, StdioAllowList } from "./Connections.ts"
+export * as StdioEnvironment from "./StdioEnvironment.ts"
 export { Endpoints, type EndpointWriteError } from "./Endpoints.ts"
 export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
 export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"

@@ -230,6 +230,23 @@ for (const backend of backends) {
               [{ cwd: "relative/dir" }, "cwd"],
               [{ env: { LD_PRELOAD: "/tmp/x.so" } }, "env.LD_PRELOAD"],
               [{ env: { "BAD NAME": "x" } }, "env"],
+              // what changes how a program, its loader or interpreter behaves is refused, by name
+              [{ env: { NODE_OPTIONS: "--import=data:text/javascript,1" } }, "env.NODE_OPTIONS"],
+              [{ env: { NODE_PATH: "/tmp" } }, "env.NODE_PATH"],
+              [{ env: { BASH_ENV: "/tmp/x.sh" } }, "env.BASH_ENV"],
+              [{ env: { ENV: "/tmp/x.sh" } }, "env.ENV"],
+              [{ env: { GCONV_PATH: "/tmp" } }, "env.GCONV_PATH"],
+              [{ env: { PATH: "/tmp" } }, "env.PATH"],
+              [{ env: { HOME: "/tmp" } }, "env.HOME"],
+              [{ env: { PYTHONSTARTUP: "/tmp/x.py" } }, "env.PYTHONSTARTUP"],
+              [{ env: { PERL5OPT: "-Mx" } }, "env.PERL5OPT"],
+              [{ env: { RUBYOPT: "-rx" } }, "env.RUBYOPT"],
+              [{ env: { JAVA_TOOL_OPTIONS: "-javaagent:x" } }, "env.JAVA_TOOL_OPTIONS"],
+              [{ env: { IFS: "x" } }, "env.IFS"],
+              [{ env: { PS4: "$(x)" } }, "env.PS4"],
+              [{ env: { GLIBC_TUNABLES: "x" } }, "env.GLIBC_TUNABLES"],
+              [{ env: { npm_config_registry: "http://x" } }, "env.npm_config_registry"],
+              [{ env: { _JAVA_OPTIONS: "x" } }, "env._JAVA_OPTIONS"],
               [{ args: ["a\u0000b"] }, "args.0"],
               [{ args: ["\uD800"] }, "args.0"],
               [{ env: { X: "\u0000" } }, "env.X"],
@@ -242,7 +259,15 @@ for (const backend of backends) {
                 "InvalidInput"
               )
               assert.isTrue(refused.field.startsWith(field), `${JSON.stringify(change)}: ${refused.message}`)
+              if (field.startsWith("env.") && field !== "env.X") assert.include(refused.message, "upper-case")
             }
+            // the names API keys and settings have are fine, and so are a few harmless interpreter settings
+            const keys = yield* allowed.create({
+              ...stdio,
+              name: unique("keys"),
+              env: { GITHUB_TOKEN: "t", API_KEY: "k", LOG_LEVEL: "debug", PYTHONUNBUFFERED: "1", GITHUB_TOOLSETS: "x" }
+            })
+            yield* allowed.delete(keys.id)
             yield* allowed.delete(created.id)
           }).pipe(Effect.provide(Connections.layer), allowing)
           yield* connections.delete(http.id)

@@ -9,11 +9,23 @@
  *   list is not run); the error names the variable.
  * - A bare name is looked up on the gateway's own PATH (never the
  *   connection's `env`); an absolute path must be an executable file.
- * - The environment is a minimal one taken from the gateway's (PATH, HOME,
- *   USER, LOGNAME, SHELL, TERM, LANG, LC_ALL, TZ, TMPDIR) plus the
- *   connection's `env`, whose `{ secret }` values come from the secret cache;
- *   nothing else of the gateway's environment (database URL, master key)
- *   reaches the program.
+ * - The connection's `env` must follow storage's `StdioEnvironment` rule,
+ *   checked again here (a connection stored under an older rule is not
+ *   run): no variable that changes how programs, loaders or interpreters
+ *   behave (`NODE_OPTIONS`, `BASH_ENV`, `LD_*`, `PATH`, ...); the error
+ *   names the variable.
+ * - The program's environment is a minimal one taken from the gateway's
+ *   (PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, LC_ALL, TZ, TMPDIR) plus
+ *   the connection's `env`, whose `{ secret }` values come from the secret
+ *   cache; nothing else of the gateway's environment (database URL, master
+ *   key) reaches the program.
+ * - The supervisor (Janus's own `node`) runs with a fixed environment
+ *   ({@link SUPERVISOR_ENV}, empty: no `NODE_OPTIONS`, no `NODE_PATH`, none
+ *   of the gateway's or the connection's variables), no node options, and
+ *   the gateway's working directory. The program's environment and working
+ *   directory reach it as one message on a pipe (fd 4), which it applies to
+ *   the program it spawns only; no connection can change how the
+ *   supervisor itself starts.
  * - `cwd` must be an accessible directory.
  * - Stopping (the scope closing: drain, exit, a changed or removed
  *   connection, a lost session) sends SIGTERM to the process group and
@@ -26,7 +38,7 @@
  *
  * @since 0.1.0
  */
-import { SecretCache, StdioAllowList, type StdioCommand } from "@janus/storage"
+import { SecretCache, StdioAllowList, type StdioCommand, StdioEnvironment } from "@janus/storage"
 import { type Cause, Deferred, Duration, Effect, Queue, Redacted, type Scope, Stream } from "effect"
 import * as ChildProcess from "effect/process/ChildProcess"
 import type { ChildProcessSpawner } from "effect/process/ChildProcessSpawner"
@@ -55,8 +67,20 @@ const SUPERVISOR = fileURLToPath(
   new URL(`./stdio-supervisor${import.meta.url.endsWith(".js") ? ".js" : ".ts"}`, import.meta.url)
 )
 
+/**
+ * The supervisor's whole environment: none. Node reads `NODE_OPTIONS` (code to load before the script),
+ * `NODE_PATH` and more from it, so nothing a connection or the gateway's own environment holds goes there.
+ */
+export const SUPERVISOR_ENV: Readonly<Record<string, string>> = Object.freeze({})
+
 /** Variables of the gateway's environment a program gets (as the SDKs' stdio clients do). */
 const INHERITED = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TZ", "TMPDIR"]
+
+/** What the supervisor reads on fd 4 and applies to the program alone. */
+export interface SupervisorSetup {
+  readonly env: Readonly<Record<string, string>>
+  readonly cwd: string | null
+}
 
 export interface StdioProcess {
   /** The program's pid once the supervisor reported it. */
@@ -122,11 +146,17 @@ export const spawn = (
           : `${JSON.stringify(command.command)} was not found on the gateway's PATH`
       )
     }
+    const refusedName = StdioEnvironment.firstRefused(command.env)
+    if (refusedName !== undefined) {
+      return yield* refused(
+        `env.${JSON.stringify(refusedName).slice(1, 101)} is refused: expected ${StdioEnvironment.EXPECTED}`
+      )
+    }
     if (command.cwd !== null && !Fs.existsSync(command.cwd)) {
       return yield* refused(`the working directory ${command.cwd} does not exist`)
     }
     const secrets = yield* SecretCache
-    const env: Record<string, string | Redacted.Redacted<string>> = {}
+    const env: Record<string, string> = {}
     for (const key of INHERITED) {
       const value = process.env[key]
       if (value !== undefined) env[key] = value
@@ -146,19 +176,27 @@ export const spawn = (
           )
         )
       )
-      env[key] = revealed
+      env[key] = Redacted.value(revealed)
       secretValues.push(Redacted.value(revealed))
     }
 
     const handle = yield* ChildProcess.make(process.execPath, [SUPERVISOR, executable, ...command.args], {
-      env,
-      ...(command.cwd === null ? {} : { cwd: command.cwd }),
+      env: { ...SUPERVISOR_ENV },
+      extendEnv: false,
+      cwd: process.cwd(),
       detached: true,
       killSignal: "SIGTERM",
       forceKillAfter: STOP_GRACE,
-      additionalFds: { fd3: { type: "input" } }
+      additionalFds: { fd3: { type: "input" }, fd4: { type: "input" } }
     }).pipe(
       Effect.mapError((error) => refused(`the program could not be started (${error.message.slice(0, 200)})`))
+    )
+    // the program's setup: one message on fd 4, closed after it (see `stdio-supervisor.ts`)
+    const setup: SupervisorSetup = { env, cwd: command.cwd }
+    yield* Stream.make(new TextEncoder().encode(JSON.stringify(setup))).pipe(
+      Stream.run(handle.getInputFd(4)),
+      Effect.ignore,
+      Effect.forkScoped
     )
 
     // stdin: one writer fiber, fed by a bounded queue
