@@ -132,3 +132,34 @@ layer(gateway, { timeout: 120_000, excludeTestServices: true })("JANUS_CONFIG_FI
       assert.match((yield* get("/metrics")).text, /^janus_config_file_valid 1$/m)
     }))
 })
+
+// A document whose stdio connection gives its program NODE_OPTIONS, there at start: refused, nothing stored.
+const hostile = configMapVolume({
+  "janus.yaml": `apiVersion: janus/v1
+kind: Configuration
+connections:
+  - kind: mcp
+    name: probe
+    transport: stdio
+    command: /usr/bin/true
+    env:
+      API_KEY: fine
+      BASH_ENV: "$(touch /tmp/never)"
+`
+})
+
+layer(
+  GatewayTesting.layer({
+    config: { JANUS_CONFIG_FILE: Option.some(hostile.path("janus.yaml")), JANUS_STDIO_COMMANDS: ["/usr/bin/true"] }
+  }),
+  { timeout: 120_000, excludeTestServices: true }
+)("JANUS_CONFIG_FILE with a stdio env that changes how programs behave", (it) => {
+  it.effect("refused at start at the variable's path; the connection is not stored", () =>
+    Effect.gen(function*() {
+      const refused = yield* status
+      assert.strictEqual(refused.state, "invalid", JSON.stringify(refused))
+      assert.include(refused.problems.join("\n"), "connections[0].env.BASH_ENV")
+      assert.include(refused.problems.join("\n"), "upper-case letters")
+      assert.isTrue(Option.isNone(yield* Connections.use((c) => c.findByName("probe"))))
+    }))
+})

@@ -67,7 +67,7 @@ clientTokens:
 `
 })
 
-layer(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } }), {
+layer(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false, JANUS_STDIO_COMMANDS: ["/usr/bin/true"] } }), {
   timeout: 120_000,
   excludeTestServices: true
 })("the configuration document over the admin API", (it) => {
@@ -180,6 +180,34 @@ layer(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false } }), {
       const now = Option.getOrThrow(yield* Connections.use((c) => c.findByName("pets")))
       assert.strictEqual(now.kind === "rest" && now.baseUrl, "https://pets.example.com")
       assert.strictEqual(now.version, pets.version + 1)
+    }))
+
+  it.effect("a stdio connection whose env changes how programs behave (NODE_OPTIONS, BASH_ENV): 400 at its path", () =>
+    Effect.gen(function*() {
+      const token = yield* admin
+      const before = yield* call("GET", "/api/v1/config/export", { token })
+      for (const dryRun of [true, false]) {
+        const refused = yield* call("POST", `/api/v1/config/apply${dryRun ? "?dryRun=true" : ""}`, {
+          token,
+          body: JSON.stringify({
+            apiVersion: "janus/v1",
+            kind: "Configuration",
+            connections: [{
+              kind: "mcp",
+              name: "probe",
+              transport: "stdio",
+              command: "/usr/bin/true",
+              env: { API_KEY: "fine", NODE_OPTIONS: "--import=data:text/javascript,process.exit(3)" }
+            }]
+          })
+        })
+        assert.strictEqual(refused.status, 400, refused.text)
+        assert.deepStrictEqual(refused.body.error.fields.map((f: any) => f.path), ["connections[0].env.NODE_OPTIONS"])
+        assert.include(refused.text, "upper-case letters")
+      }
+      assert.isTrue(Option.isNone(yield* Connections.use((c) => c.findByName("probe"))))
+      const after = yield* call("GET", "/api/v1/config/export", { token })
+      assert.strictEqual(after.text, before.text, "nothing was applied")
     }))
 
   it.effect("refusals: 400 with every path, 415, 413, a malformed If-Match, flags", () =>

@@ -200,6 +200,19 @@ describe("invalid configuration documents", () => {
         assert.match(line("connections[3].name"), /got "r", which connections\[0\] already has/)
       }))
 
+    it.effect("a stdio program's env that changes how programs behave: refused at the variable's path", () =>
+      Effect.gen(function*() {
+        const error = yield* refused(
+          json({
+            connections: [
+              { kind: "mcp", name: "s", transport: "stdio", command: "npx", env: { API_KEY: "k", NODE_PATH: "/tmp" } }
+            ]
+          }),
+          ["connections[0].env.NODE_PATH"]
+        )
+        assert.include(error.message, "upper-case letters")
+      }))
+
     it.effect("hostile strings: NUL, lone surrogates, __proto__, unknown fields", () =>
       Effect.gen(function*() {
         yield* refused(
