@@ -198,7 +198,9 @@ export abstract class TokenDetectors extends DigitDetectors {
    */
   protected gitlab(i: number, wordEnd: number): number {
     const text = this.text
-    if (i < this.gitlabFloor || wordEnd >= this.to || text.charCodeAt(wordEnd) !== DASH || !this.gitlabPrefix(i, wordEnd)) return -1
+    if (
+      i < this.gitlabFloor || wordEnd >= this.to || text.charCodeAt(wordEnd) !== DASH || !this.gitlabPrefix(i, wordEnd)
+    ) return -1
     const from = wordEnd + 1
     const body = this.tokenEnd(from, B64URL, PEM_BEGIN)
     let seen = 0

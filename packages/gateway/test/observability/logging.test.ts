@@ -4,8 +4,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { Logging } from "../../src/observability/index.ts"
 import { JwtVerifier } from "../../src/oauth/index.ts"
+import { Logging } from "../../src/observability/index.ts"
 import { authServer, claims, eventually, NOW, NOW_MS, oauthLayer, rsa, sign } from "../oauth/support.ts"
 
 const SECRETS = {
