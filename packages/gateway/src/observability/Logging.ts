@@ -18,9 +18,17 @@
  *   (effect's formatter); values of annotations or object keys that name a
  *   credential (`authorization`, `cookie`, `password`, `secret`, `token`,
  *   `api_key`, …) are replaced; and every string is scrubbed of what looks
- *   like a credential: `Bearer …` / `Basic …` values, Janus tokens
+ *   like a credential: `Bearer …` / `Basic …` / `Token …` values, Janus tokens
  *   (`jna_…`, `jns_…`), JWTs, URL passwords and `key=value` pairs whose key
  *   names a credential. The scrub runs on messages, annotations and causes.
+ * - A value is scrubbed for what it looks like, not for the word before it:
+ *   after `Bearer`, `Basic` or `Token` it is a credential when it has at
+ *   least 8 characters and a digit or an upper-case letter after a
+ *   lower-case one (`looksLikeCredential`), so that "OAuth access token
+ *   refused" or "The token issuer is not trusted" stay readable and
+ *   searchable. After `key=` every value is a credential (an assignment);
+ *   after a plain word and a colon (`token:`, `secret:`, `password:`) a
+ *   single ordinary word is not ("token: expired").
  * - The level comes from `LOG_LEVEL` (trace … fatal), through
  *   `References.MinimumLogLevel`.
  *
@@ -35,10 +43,35 @@ export const REDACTED = "<redacted>"
 const sensitiveKey =
   /^(?:authorization|proxy-authorization|cookie|set-cookie|x-api-key|api[-_]?key|apikey|password|passwd|pwd|secret|client[-_]?secret|token|access[-_]?token|refresh[-_]?token|id[-_]?token|private[-_]?key|master[-_]?key|janus[-_]master[-_]key|database[-_]url|redis[-_]url|credentials?)$/i
 
-const patterns: ReadonlyArray<readonly [RegExp, string]> = [
-  // Authorization header values.
-  // (token68: a parameter such as `Bearer realm="janus"` is not a credential)
-  [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/-]{4,}=*(?![="\w])/gi, `$1 ${REDACTED}`],
+/** The shortest value after an auth scheme that is taken for a credential: shorter ones are words. */
+const MIN_CREDENTIAL_LENGTH = 8
+
+/**
+ * Whether `value`, written after `Bearer`, `Basic` or `Token`, looks like a
+ * credential rather than a word: at least `MIN_CREDENTIAL_LENGTH` characters
+ * (without `=` padding) with a digit, or an upper-case letter after a
+ * lower-case one. "refused", "expired", "issuer" and "Authentication" are words.
+ */
+export const looksLikeCredential = (value: string): boolean => {
+  const bare = value.replace(/=+$/, "")
+  return bare.length >= MIN_CREDENTIAL_LENGTH && /[0-9]|[a-z].*[A-Z]/.test(bare)
+}
+
+/** One ordinary word, perhaps with a sentence's punctuation after it: no credential after `token:`. */
+const ordinaryWord = /^[A-Za-z][a-z]*[.,!?;:]*$|^[A-Z]+[.,!?;:]*$/
+
+// Keys of `key=value` / `key: value` pairs; the plain words among them are also written in prose.
+const PLAIN_KEY = /^(?:password|secret|token|signature|sig)$/i
+
+type Replacer = (match: string, ...groups: Array<string>) => string
+
+const patterns: ReadonlyArray<readonly [RegExp, string | Replacer]> = [
+  // Authorization header values: a credential is token68 (a parameter such as
+  // `Bearer realm="janus"` is not one), and looks like one (not "token refused").
+  [
+    /\b(Bearer|Basic|Token)\s+([A-Za-z0-9._~+/-]+=*)(?![="\w])/gi,
+    (match, scheme, value) => looksLikeCredential(value!) ? `${scheme} ${REDACTED}` : match
+  ],
   // Janus admin and client tokens.
   [/\bjn[a-z]_[A-Za-z0-9_-]{8,}/g, REDACTED],
   // JWTs (three base64url parts, the first a JSON header).
@@ -47,15 +80,20 @@ const patterns: ReadonlyArray<readonly [RegExp, string]> = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi, `$1${REDACTED}@`],
   // key=value / key: value pairs whose key names a credential.
   [
-    /\b((?:access[_-]?token|refresh[_-]?token|id[_-]?token|api[_-]?key|apikey|client[_-]?secret|password|passwd|secret|token|signature|sig)\s*[=:]\s*"?)[^\s"&,;]+/gi,
-    `$1${REDACTED}`
+    /\b(access[_-]?token|refresh[_-]?token|id[_-]?token|api[_-]?key|apikey|client[_-]?secret|password|passwd|secret|token|signature|sig)(\s*([=:])\s*"?)([^\s"&,;]+)/gi,
+    (match, key, between, delimiter, value) =>
+      delimiter === ":" && PLAIN_KEY.test(key!) && ordinaryWord.test(value!)
+        ? match
+        : `${key}${between}${REDACTED}`
   ]
 ]
 
 /** `text` with everything that looks like a credential replaced. */
 export const scrub = (text: string): string => {
   let out = text
-  for (const [pattern, replacement] of patterns) out = out.replace(pattern, replacement)
+  for (const [pattern, replacement] of patterns) {
+    out = typeof replacement === "string" ? out.replace(pattern, replacement) : out.replace(pattern, replacement)
+  }
   return out
 }
 

@@ -13,8 +13,16 @@
  * - A value that is already a marker is stepped over, so a second redaction
  *   examines exactly what the first did. A value stops only where a PEM block
  *   begins (`-----BEGIN `).
- * - A failed search for a closing quote is remembered, so no quote is looked
- *   for twice over the same text (linear time).
+ * - A failed search for a closing quote, and a failed `token=` value, are
+ *   remembered, so no quote is looked for and no value read twice over the
+ *   same text (linear time).
+ * - Bare `token` names no credential (`CredentialNames.ts`), but in an
+ *   assignment (`token=…`, `?token=…&`, in any case, nothing between the
+ *   name, the `=` and the value) a value that looks like a credential is one:
+ *   at least 8 characters with a digit or an upper-case letter after a
+ *   lower-case one, so `token=abc`, `token=expired` or `token=next` stay.
+ *   The other detectors look at the value first: a key there is reported as
+ *   what it is (`token=ghp_…` is a GitHub token).
  *
  * @since 0.1.0
  */
@@ -40,7 +48,8 @@ const {
   SPACE,
   TAB,
   UPPER,
-  VALUE_STOP
+  VALUE_STOP,
+  WORD
 } = ScanChars
 
 /** The value after a key that names a credential. */
@@ -89,7 +98,11 @@ export abstract class CredentialValues extends TokenDetectors {
     p++
     if (delimiter === EQUALS && p < to && text.charCodeAt(p) === EQUALS) return -1
     const kind = CredentialNames.credentialKey(text, i, keyEnd)
-    if (kind === CredentialNames.NOT_A_KEY) return -1
+    if (kind === CredentialNames.NOT_A_KEY) {
+      return delimiter === EQUALS && p === keyEnd + 1 && keyEnd - i === 5 && this.hasFold("token", i)
+        ? this.tokenAssignment(p)
+        : -1
+    }
     while (p < to && (text.charCodeAt(p) === SPACE || text.charCodeAt(p) === TAB)) p++
     if (p >= to) return -1
     const open = text.charCodeAt(p)
@@ -122,6 +135,44 @@ export abstract class CredentialValues extends TokenDetectors {
     }
     // A key inside this value would need an "=" or ":", which would have made it look like a secret.
     this.credentialFloor = p
+    return -1
+  }
+
+  /**
+   * The value of a bare `token=` starts at `start`. A value starting with a
+   * word is left to the other detectors first (`word` judges it after them,
+   * see `assigned`): returns `start`, where the scan goes on. Any other value
+   * is judged here.
+   */
+  protected tokenAssignment(start: number): number {
+    if (start >= this.to) return -1
+    if ((classOf(this.text.charCodeAt(start)) & WORD) !== 0) {
+      this.assignedAt = start
+      return start
+    }
+    return this.assigned(start)
+  }
+
+  /**
+   * The value of a bare `token=` from `start`, up to a space or a delimiter:
+   * a credential when it has at least 8 characters with a digit, or an
+   * upper-case letter after a lower-case one. Returns its end or -1.
+   */
+  protected assigned(start: number): number {
+    if (start < this.assignedFloor) return -1
+    const text = this.text
+    const to = this.to
+    let p = start
+    while (p < to) {
+      const c = text.charCodeAt(p)
+      if (c <= SPACE || c === 127 || (classOf(c) & VALUE_STOP) !== 0 || (c === DASH && this.has(PEM_BEGIN, p))) {
+        break
+      }
+      p++
+    }
+    if (p - start >= 8 && this.looksRandom(start, p)) return this.emit(start, p, Kinds.CREDENTIAL)
+    // A value starting inside this one is a suffix of it: shorter, and lacking what this one lacked.
+    this.assignedFloor = p
     return -1
   }
 

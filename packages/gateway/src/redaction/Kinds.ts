@@ -29,7 +29,9 @@ export const BUILTIN_KINDS = [
   "bearer_token",
   "janus_token",
   "sk_api_key",
-  "credential"
+  "credential",
+  "basic_auth",
+  "gitlab_token"
 ] as const
 
 /** The kind reported by one built-in detector. */
@@ -51,6 +53,8 @@ export const BEARER_TOKEN = 11
 export const JANUS_TOKEN = 12
 export const SK_API_KEY = 13
 export const CREDENTIAL = 14
+export const BASIC_AUTH = 15
+export const GITLAB_TOKEN = 16
 
 /** The text that replaces a redacted value of `kind`. */
 export const marker = (kind: string): string => `[REDACTED:${kind}]`

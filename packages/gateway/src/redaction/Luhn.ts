@@ -6,7 +6,8 @@
  * - Digits are read right to left; every second digit is doubled and 9 is
  *   subtracted when the double exceeds 9; the sum must be a multiple of 10.
  * - `isValidRange` skips anything that is not a decimal digit, so a number
- *   written with spaces or dashes is checked in place, without copying it.
+ *   written with spaces or dashes is checked in place, without copying it;
+ *   full-width digits (U+FF10–U+FF19) count as the digits they are.
  *
  * @since 0.1.0
  */
@@ -17,7 +18,8 @@ export const isValidRange = (text: string, start: number, end: number): boolean 
   let double = false
   let digits = 0
   for (let i = end - 1; i >= start; i--) {
-    const d = text.charCodeAt(i) - 48
+    const c = text.charCodeAt(i)
+    const d = c <= 57 ? c - 48 : c - 0xff10
     if (d < 0 || d > 9) continue
     digits++
     if (double) {

@@ -36,6 +36,10 @@ export abstract class ScanState {
   protected janusFloor = 0
   protected skFloor = 0
   protected credentialFloor = 0
+  protected gitlabFloor = 0
+  protected assignedFloor = 0
+  // Where the value of a bare `token=` starts, judged once no other detector took it (-1: none pending).
+  protected assignedAt = -1
   // The last run of key characters ([A-Za-z0-9_-]) looked at: a word starting inside it ends it there too.
   protected keyFrom = -1
   protected keyEnd = -1
@@ -55,9 +59,15 @@ export abstract class ScanState {
   protected slackStart = -1
   protected slackFrom = 0
   protected slackRunEnd = 0
-  // Digit groups of the current run: their start and end offsets.
+  // Digit groups of the current run: their start and end offsets, and how many digits each holds
+  // (fewer than its length when invisible characters stand between them).
   protected groupStart = new Int32Array(32)
   protected groupEnd = new Int32Array(32)
+  protected groupDigits = new Int32Array(32)
+  // The separator (a space or a dash) after each group of the current run; 0 after its last.
+  protected groupSeparator = new Int32Array(32)
+  // The digits of the group last measured (`DigitDetectors.digitGroupEnd`).
+  protected groupDigitCount = 0
   // Per group of the current run: the last group of the card starting there, or -1.
   protected cardTo = new Int32Array(32)
 

@@ -21,7 +21,8 @@
  *   `[A-Za-z0-9_]`) and end at one. Because the start of a range and the end
  *   of a match count as boundaries, scanning already-redacted text (where a
  *   `]` now stands there) finds nothing new: redaction is idempotent.
- * - Cards and SSNs: `DigitDetectors.ts`. IBANs, cloud and SaaS keys, JWTs,
+ * - Cards and SSNs: `DigitDetectors.ts`, which also reads full-width digits
+ *   and the invisible characters slipped between digits. IBANs, cloud and SaaS keys, JWTs,
  *   bearer, Janus and `sk-` tokens: `TokenDetectors.ts`. Credential values
  *   after a key that names a credential: `CredentialValues.ts`. The state
  *   they share and the primitives they read with: `ScanState.ts`.
@@ -51,7 +52,8 @@ import * as ScanChars from "./ScanChars.ts"
 
 // Bound locally: optimised code folds a module's own constants, not imported bindings
 // (measured: the scan is ~4% slower with the names imported).
-const { AT, classOf, DASH, DIGIT, DOMAIN, DOT, LABEL, LOCAL, LOWER, PEM_BODY, UPPER, WORD } = ScanChars
+const { AT, classOf, DASH, DIGIT, DOMAIN, DOT, isInvisible, isWideDigit, LABEL, LOCAL, LOWER, PEM_BODY, UPPER, WORD } =
+  ScanChars
 
 /** The set of enabled built-in kinds, as a bit mask by kind id. */
 export const maskOf = (kinds: ReadonlyArray<Kinds.BuiltinKind>): number =>
@@ -70,6 +72,8 @@ export class Scanner extends CredentialValues {
     this.janusFloor = 0
     this.skFloor = 0
     this.credentialFloor = 0
+    this.gitlabFloor = 0
+    this.assignedFloor = 0
     this.keyFrom = -1
     this.keyEnd = -1
     this.quoteMissFrom[0] = this.quoteMissFrom[1] = -1
@@ -94,6 +98,7 @@ export class Scanner extends CredentialValues {
     this.to = to
     this.out = out
     this.lastEnd = from
+    this.assignedAt = -1
     this.emailStart = -1
     this.slackStart = -1
     let i = from
@@ -116,13 +121,30 @@ export class Scanner extends CredentialValues {
           i = end
           continue
         }
+      } else if (c >= 0xad && (isWideDigit(c) || isInvisible(c))) {
+        i = this.wideOrInvisible(i, i === from || i === this.lastEnd)
+        continue
       }
       i++
     }
   }
 
-  /** A word starts at `i`: tries the detectors that start with its first character; returns where to go on. */
+  /**
+   * A word starts at `i`: tries the detectors that start with its first
+   * character; returns where to go on. The value of a bare `token=` that no
+   * detector took is then judged as a whole (`CredentialValues.assigned`).
+   */
   protected word(i: number, k: number): number {
+    const next = this.detect(i, k)
+    if (i !== this.assignedAt) return next
+    this.assignedAt = -1
+    if (this.lastEnd > i) return next
+    const end = this.assigned(i)
+    return end > 0 ? end : next
+  }
+
+  /** The detectors that start with the first character of the word at `i`; returns where to go on. */
+  protected detect(i: number, k: number): number {
     if ((k & DIGIT) !== 0) {
       return this.on(Kinds.CARD) || this.on(Kinds.SSN) ? this.digits(i) : this.runEnd(i + 1, WORD)
     }

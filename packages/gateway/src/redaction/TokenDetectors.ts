@@ -12,15 +12,28 @@
  *   (`sk_live_`/`rk_live_` + 20 or more alphanumerics), Google API keys
  *   (`AIza` + exactly 35 of `[A-Za-z0-9_-]`), JWTs (`eyJ…` `.` `eyJ…` `.`
  *   signature, each of the first two at least 10 characters of base64url).
- * - Bearer tokens: the credential after `Bearer ` (token68, at least 8
- *   characters that look random: a digit, or an upper-case letter after a
- *   lower-case one), so that prose about bearer tokens is left alone; the
- *   scheme stays visible. Janus tokens: `jns_` / `jna_` + 20 or more of
- *   `[A-Za-z0-9_-]`. `sk-` API keys (OpenAI, Anthropic and compatible):
- *   20 or more of `[A-Za-z0-9_-]` with a digit, an upper- and a lower-case
- *   letter.
- * - A failed JWT, Slack, Janus or `sk-` attempt raises a floor below which no
- *   attempt of that detector can succeed (linear time).
+ * - GitLab tokens: `glpat-` (and GitLab's other prefixes: `gldt-`, `glrt-`,
+ *   `glrtr-`, `glptt-`, `glcbt-`, `glft-`, `glimt-`, `gloas-`, `glagent-`,
+ *   `glsoat-`, `glffct-`) + 20 or more of `[A-Za-z0-9_-]` with two of digits,
+ *   upper- and lower-case letters, and the `.`-joined parts of a routable
+ *   token; "glpat" in prose has no such body.
+ * - HTTP authentication schemes are case-insensitive (`Bearer`, `bearer`,
+ *   `BEARER`), and the scheme stays visible. Bearer tokens: the credential
+ *   after `Bearer ` (token68, at least 8 characters that look random: a
+ *   digit, or an upper-case letter after a lower-case one), so that prose
+ *   about bearer tokens is left alone. Basic credentials: the base64 after
+ *   `Basic ` (8 or more characters, padding included) that decodes to
+ *   `user:password`: printable text (ASCII or well-formed UTF-8) with a
+ *   colon, which "Basic authentication" or "Basic usage" never is.
+ * - Janus tokens: `jns_` / `jna_` + 20 or more of `[A-Za-z0-9_-]`. `sk-` API
+ *   keys (OpenAI, Anthropic and compatible): 20 or more of `[A-Za-z0-9_-]`
+ *   with a digit, an upper- and a lower-case letter; after a provider's own
+ *   prefix (`sk-ant-`, `sk-proj-`, `sk-svcacct-`, `sk-admin-`) a digit is
+ *   enough, whatever the case of the letters (a key written in lower case is
+ *   still that key).
+ * - A failed JWT, Slack, GitLab, Janus or `sk-` attempt raises a floor below which no
+ *   attempt of that detector can succeed (linear time); an `sk-` run's floor
+ *   stops at a provider's prefix inside it, which is judged on its own.
  *
  * @since 0.1.0
  */
@@ -31,8 +44,51 @@ import * as ScanChars from "./ScanChars.ts"
 
 // Bound locally: optimised code folds a module's own constants, not imported bindings
 // (measured: the scan is ~4% slower with the names imported).
-const { ALNUM_DASH, B64URL, classOf, DIGIT, DOT, EQUALS, isDigit, LOWER, PEM_BEGIN, SPACE, TOKEN68, UPPER, WORD } =
-  ScanChars
+const {
+  ALNUM_DASH,
+  B64URL,
+  BASE64,
+  classOf,
+  DASH,
+  DIGIT,
+  DOT,
+  EQUALS,
+  isDigit,
+  LOWER,
+  PEM_BEGIN,
+  SPACE,
+  TOKEN68,
+  UPPER,
+  WORD
+} = ScanChars
+
+/** GitLab's token prefixes, without their closing `-` (GitLab's "token prefixes" table). */
+const GITLAB_PREFIXES: ReadonlyArray<string> = [
+  "glpat",
+  "gldt",
+  "glrt",
+  "glrtr",
+  "glptt",
+  "glcbt",
+  "glft",
+  "glimt",
+  "gloas",
+  "glagent",
+  "glsoat",
+  "glffct"
+]
+
+/** The prefixes after `sk-` of keys whose provider is known (Anthropic, OpenAI project, service and admin keys). */
+const SK_PROVIDER_PREFIXES: ReadonlyArray<string> = ["ant-", "proj-", "svcacct-", "admin-"]
+
+/** The value of each base64 character (`A`–`Z`, `a`–`z`, `0`–`9`, `+`, `/`); -1 for any other. */
+const BASE64_VALUE = Int8Array.from({ length: 128 }, (_, c) => {
+  const i = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".indexOf(String.fromCharCode(c))
+  return i
+})
+
+/** The shortest Basic credentials taken (padding included): six bytes, `user:pw` less one. */
+const MIN_BASIC_LENGTH = 8
 
 /** The prefixed tokens of words starting with an upper- or lower-case letter. */
 export abstract class TokenDetectors extends DigitDetectors {
@@ -43,8 +99,8 @@ export abstract class TokenDetectors extends DigitDetectors {
     if (i + 4 > this.to) return -1
     const c0 = text.charCodeAt(i)
     const c1 = text.charCodeAt(i + 1)
-    if (c0 === 66 /* B */ && this.on(Kinds.BEARER_TOKEN)) {
-      const end = this.bearer(i, wordEnd)
+    if (c0 === 66 /* B */) {
+      const end = this.scheme(i, wordEnd)
       if (end > 0) return end
     }
     if (c0 === 65 /* A */) {
@@ -103,6 +159,7 @@ export abstract class TokenDetectors extends DigitDetectors {
     const text = this.text
     switch (text.charCodeAt(i)) {
       case 103 /* g */: {
+        if (this.has("gl", i)) return this.on(Kinds.GITLAB_TOKEN) ? this.gitlab(i, wordEnd) : -1
         if (!this.on(Kinds.GITHUB_TOKEN)) return -1
         // ghp_ gho_ ghu_ ghs_ ghr_ + 36..251 alphanumerics
         if (this.has("gh", i) && this.has("_", i + 3) && "pousr".includes(text.charAt(i + 2))) {
@@ -120,7 +177,7 @@ export abstract class TokenDetectors extends DigitDetectors {
       case 120 /* x */:
         return this.on(Kinds.SLACK_TOKEN) ? this.slack(i) : -1
       case 98 /* b */:
-        return this.on(Kinds.BEARER_TOKEN) ? this.bearer(i, wordEnd) : -1
+        return this.scheme(i, wordEnd)
       case 106 /* j */:
         return this.on(Kinds.JANUS_TOKEN) ? this.janus(i) : -1
       case 115 /* s */:
@@ -133,6 +190,43 @@ export abstract class TokenDetectors extends DigitDetectors {
       default:
         return -1
     }
+  }
+
+  /**
+   * `glpat-` (or another of GitLab's prefixes) + 20 or more of [A-Za-z0-9_-] with two of digits, upper- and
+   * lower-case letters, then any `.`-joined parts (a routable token).
+   */
+  protected gitlab(i: number, wordEnd: number): number {
+    const text = this.text
+    if (
+      i < this.gitlabFloor || wordEnd >= this.to || text.charCodeAt(wordEnd) !== DASH || !this.gitlabPrefix(i, wordEnd)
+    ) return -1
+    const from = wordEnd + 1
+    const body = this.tokenEnd(from, B64URL, PEM_BEGIN)
+    let seen = 0
+    for (let p = from; p < body; p++) seen |= classOf(text.charCodeAt(p))
+    const classes = ((seen & DIGIT) !== 0 ? 1 : 0) + ((seen & UPPER) !== 0 ? 1 : 0) + ((seen & LOWER) !== 0 ? 1 : 0)
+    if (body - from < 20 || classes < 2) {
+      // A start inside this run sees a suffix of its body: shorter, and with no more kinds of character.
+      this.gitlabFloor = body
+      return -1
+    }
+    let end = body
+    while (
+      end + 1 < this.to && text.charCodeAt(end) === DOT && (classOf(text.charCodeAt(end + 1)) & B64URL) !== 0 &&
+      !this.has(PEM_BEGIN, end + 1)
+    ) {
+      end = this.tokenEnd(end + 1, B64URL, PEM_BEGIN)
+    }
+    return this.emit(i, end, Kinds.GITLAB_TOKEN)
+  }
+
+  /** True when `text[i, wordEnd)` is one of GitLab's token prefixes. */
+  protected gitlabPrefix(i: number, wordEnd: number): boolean {
+    for (const prefix of GITLAB_PREFIXES) {
+      if (prefix.length === wordEnd - i && this.text.startsWith(prefix, i)) return true
+    }
+    return false
   }
 
   /** sk_live_ / rk_live_ + 20..247 alphanumerics. */
@@ -179,17 +273,34 @@ export abstract class TokenDetectors extends DigitDetectors {
     return -1
   }
 
-  // -------------------------------------------------- bearer, Janus and sk- tokens
+  // ------------------------------------------- bearer, Basic, Janus and sk- tokens
+
+  /** A word starting with `B` or `b`: the credentials after the `Bearer` or `Basic` scheme (in any case), if any. */
+  protected scheme(i: number, wordEnd: number): number {
+    if (wordEnd - i === 6 && this.on(Kinds.BEARER_TOKEN) && this.hasFold("earer", i + 1)) return this.bearer(wordEnd)
+    if (wordEnd - i === 5 && this.on(Kinds.BASIC_AUTH) && this.hasFold("asic", i + 1)) return this.basic(wordEnd)
+    return -1
+  }
+
+  /** True when `lower` (lower-case ASCII letters) occurs at `at` in any case. */
+  protected hasFold(lower: string, at: number): boolean {
+    if (at + lower.length > this.to) return false
+    const text = this.text
+    for (let k = 0; k < lower.length; k++) {
+      if ((text.charCodeAt(at + k) | 32) !== lower.charCodeAt(k)) return false
+    }
+    return true
+  }
 
   /**
-   * `Bearer <token68>` (either case of the first letter): the token, of at
+   * The token after `Bearer` (ending at `wordEnd`) and spaces: token68, of at
    * least 8 characters that look random (a digit, or an upper-case letter
    * after a lower-case one), so that prose about bearer tokens is left alone.
    */
-  protected bearer(i: number, wordEnd: number): number {
+  protected bearer(wordEnd: number): number {
     const text = this.text
     const to = this.to
-    if (wordEnd - i !== 6 || !text.startsWith("earer", i + 1) || wordEnd >= to) return -1
+    if (wordEnd >= to) return -1
     let start = wordEnd
     while (start < to && text.charCodeAt(start) === SPACE) start++
     if (start === wordEnd) return -1
@@ -200,6 +311,63 @@ export abstract class TokenDetectors extends DigitDetectors {
     if (padded === end) { while (end > start && text.charCodeAt(end - 1) === DOT) end-- }
     if (end - start < 8 || !this.looksRandom(start, end)) return -1
     return this.emit(start, padded === end ? end : padded, Kinds.BEARER_TOKEN)
+  }
+
+  /**
+   * The credentials after `Basic` (ending at `wordEnd`) and spaces: base64
+   * of at least `MIN_BASIC_LENGTH` characters with its padding, ending at a
+   * word boundary, that decodes to `user:password` (`basicCredentials`).
+   */
+  protected basic(wordEnd: number): number {
+    const text = this.text
+    const to = this.to
+    let start = wordEnd
+    while (start < to && text.charCodeAt(start) === SPACE) start++
+    if (start === wordEnd || start >= to) return -1
+    const end = this.runEnd(start, BASE64)
+    let padded = end
+    while (padded < to && padded - end < 2 && text.charCodeAt(padded) === EQUALS) padded++
+    const n = end - start
+    if (padded - start < MIN_BASIC_LENGTH || n % 4 === 1 || (padded > end && (padded - start) % 4 !== 0)) return -1
+    // Glued to more of a word (`YTpi=x`, `…==a`), it is something else.
+    if (padded < to && (classOf(text.charCodeAt(padded)) & (WORD | BASE64)) !== 0) return -1
+    if (padded < to && text.charCodeAt(padded) === EQUALS) return -1
+    return this.basicCredentials(start, end) ? this.emit(start, padded, Kinds.BASIC_AUTH) : -1
+  }
+
+  /**
+   * True when the base64 in `text[from, to)` decodes to credentials: text
+   * (printable ASCII, or well-formed UTF-8 for what is not ASCII) holding a
+   * colon. Decoded on the fly, without allocating.
+   */
+  protected basicCredentials(from: number, to: number): boolean {
+    const text = this.text
+    let bits = 0
+    let count = 0
+    let colon = false
+    let continuation = 0 // continuation bytes a UTF-8 sequence still needs
+    for (let p = from; p < to; p++) {
+      bits = ((bits << 6) | BASE64_VALUE[text.charCodeAt(p)]!) & 0xffffff
+      count += 6
+      if (count < 8) continue
+      count -= 8
+      const byte = (bits >> count) & 0xff
+      if (continuation > 0) {
+        if ((byte & 0xc0) !== 0x80) return false
+        continuation--
+      } else if (byte >= 0x20 && byte < 0x7f) {
+        if (byte === 58 /* : */) colon = true
+      } else if (byte >= 0xc2 && byte <= 0xdf) {
+        continuation = 1
+      } else if (byte >= 0xe0 && byte <= 0xef) {
+        continuation = 2
+      } else if (byte >= 0xf0 && byte <= 0xf4) {
+        continuation = 3
+      } else {
+        return false
+      }
+    }
+    return colon && continuation === 0
   }
 
   /** True when `text[from, to)` has a digit, or an upper-case letter after a lower-case one. */
@@ -226,18 +394,37 @@ export abstract class TokenDetectors extends DigitDetectors {
     return -1
   }
 
-  /** `sk-` + 20 or more of [A-Za-z0-9_-] with a digit, an upper- and a lower-case letter (OpenAI, Anthropic, …). */
+  /**
+   * `sk-` + 20 or more of [A-Za-z0-9_-] with a digit, an upper- and a
+   * lower-case letter (OpenAI, Anthropic, …); after a provider's prefix
+   * (`sk-ant-`, `sk-proj-`, …) a digit is enough, in any case.
+   */
   protected skKey(i: number): number {
     if (i < this.skFloor) return -1
     const text = this.text
     const end = this.tokenEnd(i + 3, B64URL, PEM_BEGIN)
+    const provider = this.skProvider(i + 3)
     let seen = 0
-    for (let p = i + 3; p < end; p++) seen |= classOf(text.charCodeAt(p))
-    if (end - i - 3 >= 20 && (seen & DIGIT) !== 0 && (seen & UPPER) !== 0 && (seen & LOWER) !== 0) {
+    // The first `sk-` with a provider's prefix inside this run, which the floor must not pass.
+    let inner = -1
+    for (let p = i + 3; p < end; p++) {
+      const c = text.charCodeAt(p)
+      seen |= classOf(c)
+      if (inner < 0 && c === DASH && p + 3 < end && this.has("sk-", p + 1) && this.skProvider(p + 4)) inner = p + 1
+    }
+    const long = end - i - 3 >= 20
+    if (long && (seen & DIGIT) !== 0 && (provider || ((seen & UPPER) !== 0 && (seen & LOWER) !== 0))) {
       return this.emit(i, end, Kinds.SK_API_KEY)
     }
-    // A start inside this run sees a suffix of it: shorter, and lacking what this one lacked.
-    this.skFloor = end
+    // A start inside this run sees a suffix of it: shorter, and lacking what this one lacked; one with a
+    // provider's prefix asks for less, and is tried when it is reached.
+    this.skFloor = inner > 0 && long && (seen & DIGIT) !== 0 ? inner : end
     return -1
+  }
+
+  /** True when one of the providers' prefixes after `sk-` (`ant-`, `proj-`, …) starts at `at`. */
+  protected skProvider(at: number): boolean {
+    for (const prefix of SK_PROVIDER_PREFIXES) if (this.has(prefix, at)) return true
+    return false
   }
 }

@@ -2,8 +2,11 @@
  * Structured JSON logs: correlation fields, level, and no secret, ever.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
+import { JwtVerifier } from "../../src/oauth/index.ts"
 import { Logging } from "../../src/observability/index.ts"
+import { authServer, claims, eventually, NOW, NOW_MS, oauthLayer, rsa, sign } from "../oauth/support.ts"
 
 const SECRETS = {
   redacted: "s3cr3t-value-123",
@@ -89,5 +92,59 @@ describe("Logging", () => {
   it("scrub keeps ordinary text", () => {
     assert.strictEqual(Logging.scrub("GET /pets/7 answered 200 in 12 ms"), "GET /pets/7 answered 200 in 12 ms")
     assert.strictEqual(Logging.scrub("Bearer realm=\"janus\""), "Bearer realm=\"janus\"")
+  })
+
+  it.effect("keeps the words after \"token\" in the gateway's refusal lines, and still scrubs a real token", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW_MS)
+      const server = yield* authServer()
+      const verifier = Context.get(yield* Layer.build(oauthLayer(server)), JwtVerifier)
+      yield* eventually(() => server.jwksFetches() === 1)
+      const tokens = [
+        yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://elsewhere.example.com" })),
+        yield* sign(rsa.RS256!, claims(server, NOW, { iss: "https://untrusted.example.com" })),
+        yield* sign(rsa.RS256!, claims(server, NOW, { iss: undefined }))
+      ]
+      const lines = yield* capture(Effect.gen(function*() {
+        for (const token of tokens) yield* Effect.ignore(verifier.verify(token))
+        yield* Effect.logInfo(`retrying with Authorization: Bearer ${tokens[0]}`)
+        yield* Effect.logInfo(`upstream answered 401 to Bearer ${SECRETS.bearer}; token refused`)
+      }))
+      const records = lines.map((line) => JSON.parse(line))
+      // The phrase the README tells operators to search for, and each detail, verbatim.
+      const refusals = records.filter((r) => r.message === "OAuth access token refused")
+      assert.deepStrictEqual(refusals.map((r) => r.annotations.detail), [
+        "The token was not issued for this resource",
+        "The token issuer is not trusted",
+        "The token has no iss claim"
+      ])
+      // A real bearer token is still scrubbed, the scheme and the prose around it kept.
+      assert.strictEqual(records.at(-2).message, "retrying with Authorization: Bearer <redacted>")
+      assert.strictEqual(records.at(-1).message, "upstream answered 401 to Bearer <redacted>; token refused")
+      const text = lines.join("\n")
+      for (const token of tokens) for (const part of token.split(".")) assert.notInclude(text, part)
+      assert.notInclude(text, SECRETS.bearer)
+    }))
+
+  it("scrub judges the value after Bearer, Basic, Token and token: by its shape, not by the word before it", () => {
+    for (
+      const prose of [
+        "OAuth access token refused",
+        "OAuth access token expired",
+        "A bearer token is required",
+        "Expected an admin token or an OAuth access token with the admin scope",
+        "The token algorithm is not allowed for its issuer",
+        "A token holding open streams could not be read",
+        "Use Basic authentication over TLS only",
+        "Token Expired",
+        "token: expired",
+        "secret: rotated."
+      ]
+    ) assert.strictEqual(Logging.scrub(prose), prose)
+    assert.strictEqual(Logging.scrub("Authorization: Basic dXNlcjpwYXNz"), "Authorization: Basic <redacted>")
+    assert.strictEqual(Logging.scrub("Authorization: token 0123456789abcdef"), "Authorization: token <redacted>")
+    assert.strictEqual(Logging.scrub("BEARER abcDEFghiJKL"), "BEARER <redacted>")
+    assert.strictEqual(Logging.scrub("token: s3cr3t-value"), "token: <redacted>")
+    assert.strictEqual(Logging.scrub("token=expired"), "token=<redacted>")
   })
 })

@@ -314,6 +314,136 @@ describe("credentials assigned to a credential's name", () => {
   })
 })
 
+describe("HTTP Basic credentials", () => {
+  const basic = (user: string, password: string) => Buffer.from(`${user}:${password}`).toString("base64")
+
+  it("redacts the base64 user:password after Basic, in any case of the scheme, keeping the scheme", () => {
+    check([
+      ["Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED:basic_auth]", { basic_auth: 1 }],
+      ["authorization: basic dXNlcjpwYXNz", "authorization: basic [REDACTED:basic_auth]", { basic_auth: 1 }],
+      ["AUTHORIZATION: BASIC dXNlcjpwYXNz", "AUTHORIZATION: BASIC [REDACTED:basic_auth]", { basic_auth: 1 }],
+      [`Basic ${basic("aladdin", "opensesame")}`, "Basic [REDACTED:basic_auth]", { basic_auth: 1 }],
+      [`Basic ${basic("user", "pw")}.`, "Basic [REDACTED:basic_auth].", { basic_auth: 1 }],
+      [`Basic ${basic("josé", "pässwörd")}`, "Basic [REDACTED:basic_auth]", { basic_auth: 1 }],
+      [`Basic ${basic("", "azure-devops-pat-1234")}`, "Basic [REDACTED:basic_auth]", { basic_auth: 1 }],
+      [
+        `{"authorization":"Basic ${basic("api", "k3y")}"}`,
+        "{\"authorization\":\"Basic [REDACTED:basic_auth]\"}",
+        { basic_auth: 1 }
+      ]
+    ])
+  })
+
+  it("leaves the word Basic before ordinary words, and base64 that is no user:password, alone", () => {
+    check(unchanged(
+      "Basic authentication sends the password in every request.",
+      "Use Basic Authentication only over TLS",
+      "Basic usage: janus serve",
+      "Basic Only", // decodes to text with a colon, but is four characters
+      "BASIC OVERVIEW",
+      "Basic dXNlcnBhc3M=", // base64 of "userpass": no colon
+      "Basic " + Buffer.from([0, 1, 2, 58, 3, 4]).toString("base64"), // binary, not text
+      "Basic dXNlcjpwYXNz_x", // glued to a word
+      "Basics dXNlcjpwYXNz",
+      "Basic [REDACTED:basic_auth]"
+    ))
+  })
+})
+
+describe("credentials assigned to a bare token", () => {
+  it("redacts a value of token= that looks like a credential, in a query string or a form", () => {
+    check([
+      ["GET /cb?token=8f3a9c1d2e4b5a6f&next=/", "GET /cb?token=[REDACTED:credential]&next=/", { credential: 1 }],
+      ["token=AbCdEfGhIjKl", "token=[REDACTED:credential]", { credential: 1 }],
+      ["TOKEN=s3cr3tvalue", "TOKEN=[REDACTED:credential]", { credential: 1 }],
+      ["user=jo&token=x/Y+z9abcd==&x=1", "user=jo&token=[REDACTED:credential]&x=1", { credential: 1 }],
+      // a key there is reported as what it is
+      ["?token=" + CREDENTIALS.github_token[0], "?token=[REDACTED:github_token]", { github_token: 1 }]
+    ])
+  })
+
+  it("leaves short and word values, other separators and other names alone", () => {
+    check(unchanged(
+      "token=abc",
+      "token=expired",
+      "token=undefined",
+      "page_token=next",
+      "token=page2",
+      "token=1234567", // seven characters
+      "token = abcDEF123456", // not an assignment in a query string or a form
+      "token: abcDEF123456",
+      "{\"token\": \"abcDEF123456\"}",
+      "tokens=abcDEF123456",
+      "token=[REDACTED:card]"
+    ))
+  })
+})
+
+describe("GitLab tokens and provider sk- keys", () => {
+  it("leaves glpat in prose and keys without a random body alone", () => {
+    check(unchanged(
+      "GitLab personal access tokens start with gl" + "pat- and are 20 characters after it.",
+      "gl" + "pat-" + "short1",
+      "gl" + "pat-" + "prefix-tokens-are-documented-here",
+      "gl" + "pat_" + "xK3vR9tQ2mN7pL4wZ8yB",
+      "xgl" + "pat-" + "xK3vR9tQ2mN7pL4wZ8yB",
+      "glx-" + "xK3vR9tQ2mN7pL4wZ8yB",
+      "sk" + "-ant-" + "api-keys-are-described-in-the-docs",
+      "sk" + "-proj-" + "planning-document-final-version"
+    ))
+  })
+
+  it("redacts a provider key inside a longer sk- run, and bearer tokens in any case of the scheme", () => {
+    check([
+      [
+        "sk-x-" + "sk" + "-ant-api03-" + "abcdefghij0123456789",
+        "sk-x-[REDACTED:sk_api_key]",
+        { sk_api_key: 1 }
+      ],
+      ["BEARER x9y8z7w6v5u4", "BEARER [REDACTED:bearer_token]", { bearer_token: 1 }],
+      ["bEaReR x9y8z7w6v5u4", "bEaReR [REDACTED:bearer_token]", { bearer_token: 1 }]
+    ])
+  })
+})
+
+describe("cards written with full-width digits or invisible characters", () => {
+  const wide = (digits: string) => digits.replace(/[0-9]/g, (d) => String.fromCharCode(0xff10 + Number(d)))
+
+  it("redacts full-width digits and digits split by invisible characters, covering the whole span", () => {
+    check([
+      [wide("4111111111111111"), "[REDACTED:card]", { card: 1 }],
+      [`カード${wide("4111 1111 1111 1111")}です`, "カード[REDACTED:card]です", { card: 1 }],
+      [`card ${wide("5555-5555-5555-4444")}.`, "card [REDACTED:card].", { card: 1 }],
+      ["4111" + wide("111111111111"), "[REDACTED:card]", { card: 1 }],
+      ["4111\u200B1111\u200B1111\u200B1111", "[REDACTED:card]", { card: 1 }],
+      ["4\u200C1\u200D1\u20601\uFEFF1\u00AD11111111111", "[REDACTED:card]", { card: 1 }],
+      ["4111\u200B\u200B\u200B111111111111 ok", "[REDACTED:card] ok", { card: 1 }],
+      ["4111\u200B 1111 \u200B1111 1111", "[REDACTED:card]", { card: 1 }],
+      [`pay ${wide("4111")}\u200B${wide("111111111111")}!`, "pay [REDACTED:card]!", { card: 1 }],
+      ["\u200B4111111111111111\u200B", "\u200B[REDACTED:card]\u200B", { card: 1 }],
+      [wide("123-45-6789"), "[REDACTED:ssn]", { ssn: 1 }],
+      [
+        `{"card":"${wide("4111111111111111")}","n":"4111\u200B1111\u200B1111\u200B1111"}`,
+        "{\"card\":\"[REDACTED:card]\",\"n\":\"[REDACTED:card]\"}",
+        { card: 2 }
+      ]
+    ])
+  })
+
+  it("leaves invalid numbers and digits glued to words alone, as it does in ASCII", () => {
+    check(unchanged(
+      wide("4111111111111112"), // Luhn-invalid
+      `id${wide("4111111111111111")}`,
+      `${wide("4111111111111111")}abc`,
+      `id4111\u200B111111111111`, // the invisible joins the digits to the word
+      `x${wide("1")}4111111111111111`,
+      "4111\u200B1111\u200B1111\u200B1111\u200B2027", // twenty digits in one group
+      wide("41 11 11 11 11 11 11 11"),
+      "４１１１\u3000１１１１\u3000１１１１\u3000１１１１" // an ideographic space is no separator
+    ))
+  })
+})
+
 describe("mixed text", () => {
   it("counts every kind in one log line", () => {
     check([

@@ -153,11 +153,11 @@ describe("custom patterns: configuration", () => {
     assert.deepStrictEqual(lines, [
       "detectors[1]=\"credit_card\": is not a built-in detector; expected one of card, email, ssn, iban, " +
       "aws_access_key, github_token, slack_token, stripe_key, google_api_key, jwt, private_key, bearer_token, " +
-      "janus_token, sk_api_key, credential",
+      "janus_token, sk_api_key, credential, basic_auth, gitlab_token",
       "patterns[0].name=\"Employee ID\": not a valid kind name; expected 1 to 40 of a-z, 0-9 and _, starting with a letter",
       "patterns[1].name=\"email\": is the name of a built-in detector; expected a name other than card, email, ssn, " +
       "iban, aws_access_key, github_token, slack_token, stripe_key, google_api_key, jwt, private_key, bearer_token, " +
-      "janus_token, sk_api_key, credential",
+      "janus_token, sk_api_key, credential, basic_auth, gitlab_token",
       "patterns[3].name=\"dup\": is used by an earlier pattern; expected a name unique among the patterns",
       `patterns[5] (long)="${"a".repeat(1001)}": is 1001 characters long; expected 1 to 1000 characters`,
       "patterns[4].name=\"sk_live_abcdefghijklmnopqrstuvwx\": its marker [REDACTED:sk_live_abcdefghijklmnopqrstuvwx] " +

@@ -80,7 +80,16 @@ export const CREDENTIALS = {
   sk_api_key: [
     "sk" + "-" + "T3BlbkFJ" + repeat("aZ09", 10),
     "sk" + "-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90Uv12Wx34",
-    "sk" + "-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe-_" + repeat("Ab1", 10) + "AA"
+    "sk" + "-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe-_" + repeat("Ab1", 10) + "AA",
+    // written in lower case, it is still the key
+    "sk" + "-ant-api03-" + "zx9yw8vu7ts6rq5po4nm3lk2ji1hg0fe-_" + repeat("ab1", 10) + "aa",
+    "sk" + "-proj-" + "ab12cd34ef56gh78ij90kl12mn34op56"
+  ],
+  gitlab_token: [
+    "gl" + "pat-" + "xK3vR9tQ2mN7pL4wZ8yB",
+    "gl" + "pat-" + "hbTD0l5yL3Ep5d0RHYZ0Em86MQp1OmhrCg" + ".01.0z1h0acyq",
+    "gl" + "dt-" + "abcdefghij0123456789",
+    "gl" + "rt-" + "AbCdEfGhIjKlMnOpQrStUv"
   ],
   jwt: [
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" +

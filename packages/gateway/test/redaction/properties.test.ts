@@ -66,6 +66,22 @@ const FRAGMENTS: ReadonlyArray<string> = [
   "jn" + "s_q8Z4tX0bN3mLr7Vw2Yk9P",
   "sk-Ab1Cd2Ef3Gh4Ij5Kl6Mn",
   "Bearer abcdef1",
+  "BEARER ",
+  "Basic ",
+  "basic dXNlcjpwYXNz",
+  "dXNlcjpwYXNz",
+  "==",
+  "token=",
+  "token=abcDEF123",
+  "gl" + "pat-",
+  "gl" + "pat-" + "xK3vR9tQ2mN7pL4",
+  "sk-ant-",
+  "４１１１１１１１",
+  "４１１１１１１１１１１１１１１１",
+  "4111\u200B1111\u200B1111\u200B1111",
+  "\u200B",
+  "\u00AD",
+  "\uFEFF",
   "\\",
   "[REDACTED:card]",
   "[REDACTED:",
@@ -76,7 +92,7 @@ const FRAGMENTS: ReadonlyArray<string> = [
   "dd"
 ]
 
-const SEPARATORS = ["", " ", "-", ".", "@", "_", "\n", ",", "é", "1", "a", "A", "["]
+const SEPARATORS = ["", " ", "-", ".", "@", "_", "\n", ",", "é", "1", "a", "A", "[", "\u200B", "５"]
 
 const text = fc.array(
   fc.oneof(
