@@ -37,6 +37,7 @@ import * as StdioAllowList from "./federation/StdioAllowList.ts"
 import * as GatewayStorage from "./GatewayStorage.ts"
 import * as Hardening from "./http/Hardening.ts"
 import * as HostCheck from "./http/HostCheck.ts"
+import * as RequestFraming from "./http/RequestFraming.ts"
 import * as Startup from "./http/Startup.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
@@ -124,6 +125,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
     Prometheus.layerHttp,
     // DNS rebinding: a Host that is none of the gateway's names is refused on every route but the probes
     HostCheck.layer,
+    // 414 beyond 8 KiB of URI, 415 for a content-coded body (http/RequestFraming.ts)
+    RequestFraming.layer,
     // request ids, HTTP metrics, the drain gate (503 for new requests once SIGTERM arrived)
     HttpObservability.layer()
   )

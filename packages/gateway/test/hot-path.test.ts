@@ -6,6 +6,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { AuditLog, Endpoints, EventLog } from "@janus/storage"
 import { Duration, Effect, Option } from "effect"
 import { ToolCatalog } from "../src/mcp/index.ts"
+import { responseCacheKey } from "../src/tools/RestCatalog.ts"
 import { post } from "./mcp/http-client.ts"
 import * as Downstream from "./support/Downstream.ts"
 import { gateway } from "./support/PetsGateway.ts"
@@ -145,6 +146,60 @@ describe("response cache", () => {
           yield* call("alice")
           yield* call("bob")
           assert.strictEqual(downstream.hits.get("GET /pets/42"), 2)
+        }))
+
+      it.effect("is keyed by the header arguments: another tenant header is another downstream request", () =>
+        Effect.gen(function*() {
+          const catalog = yield* ToolCatalog.ToolCatalog
+          const downstream = yield* Downstream.Downstream
+          const endpoints = yield* Endpoints
+          const getPet = (yield* endpoints.list()).find((e) => e.name === "get_pet")!
+          yield* endpoints.create({
+            connectionId: getPet.connectionId,
+            name: "tenant_pet",
+            method: "GET",
+            pathTemplate: "/pets/{id}",
+            arguments: { id: "path", "x-tenant": "header" },
+            inputSchema: { type: "object", properties: { id: { type: "string" }, "x-tenant": { type: "string" } } }
+          })
+          const call = (tenant: string) =>
+            catalog.call({ id: "carol", scopes: [] }, {
+              name: "tenant_pet",
+              arguments: { id: "77", "x-tenant": tenant },
+              signal: new AbortController().signal,
+              progress: Option.none()
+            })
+          yield* call("tenant-a")
+          assert.strictEqual(downstream.lastHeaders["x-tenant"], "tenant-a")
+          yield* call("tenant-b")
+          assert.strictEqual(downstream.hits.get("GET /pets/77"), 2, "tenant-b's call went downstream")
+          assert.strictEqual(downstream.lastHeaders["x-tenant"], "tenant-b")
+          // each tenant's answer is still cached for that tenant
+          yield* call("tenant-a")
+          yield* call("tenant-b")
+          assert.strictEqual(downstream.hits.get("GET /pets/77"), 2)
+        }))
+
+      it.effect("keeps header values out of the key in clear", () =>
+        Effect.sync(() => {
+          const key = responseCacheKey("carol", "conn-1", {
+            method: "GET",
+            path: "/pets/1",
+            query: [["q", "x"]],
+            headers: { "x-api-key": "s3cret-value", accept: "application/json" },
+            body: undefined
+          })
+          assert.notInclude(key, "s3cret-value")
+          assert.include(key, "carol")
+          assert.include(key, "/pets/1?q=x")
+          const other = responseCacheKey("carol", "conn-1", {
+            method: "GET",
+            path: "/pets/1",
+            query: [["q", "x"]],
+            headers: { "x-api-key": "other-value", accept: "application/json" },
+            body: undefined
+          })
+          assert.notStrictEqual(key, other)
         }))
 
       it.effect("a configuration write purges the cache at once", () =>

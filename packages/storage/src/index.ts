@@ -12,7 +12,8 @@
  * - `AuditLog` (batched audit records and the admin query), `McpSessions`
  *   (2025-era MCP sessions and resumable streams shared across replicas).
  * - `EventLog` (the ordered `broker_event` log), `Storable` (what Postgres
- *   can store, for every writer), `StorageHealth` (readiness),
+ *   can store, for every writer), `Instants` (dates and date-times read
+ *   from text, checked against the calendar), `StorageHealth` (readiness),
  *   `Migrations`, `MasterKey`, `SecretBox` (AES-256-GCM and tokens).
  *
  * @since 0.1.0
@@ -76,6 +77,7 @@ export {
   type EventLogOptions,
   GAP_TOPIC
 } from "./EventLog.ts"
+export * as Instants from "./Instants.ts"
 export { MasterKey } from "./MasterKey.ts"
 export { SecretCache } from "./SecretCache.ts"
 export * as Storable from "./Storable.ts"

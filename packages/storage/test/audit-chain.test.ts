@@ -176,6 +176,90 @@ for (const backend of backends<Services>(postgres)) {
           assert.strictEqual(since.problems.filter((p) => p.chain === edited).length, 0, "nothing after `since`")
         })))
 
+      it.effect("the last record of a chain: its content, its prev hash, its removal, its swap with the one before", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const hashAt = (chain: string, seq: number) =>
+            sql<{ hash: string }>`SELECT hash FROM audit_records WHERE chain = ${chain} AND seq = ${seq}`.pipe(
+              Effect.map((rows) => rows[0]!.hash),
+              Effect.orDie
+            )
+
+          // its content changed: the hash of its fields is not the stored one
+          const { chain: edited } = yield* chainOf10("last-edited")
+          const editedId = yield* idAt(edited, 10)
+          yield* sql`UPDATE audit_records SET caller_name = 'someone-else' WHERE id = ${editedId}`
+          assert.deepStrictEqual(yield* problemOf(edited), {
+            chain: edited,
+            kind: "altered",
+            recordId: editedId,
+            seq: 10,
+            message: `record id ${editedId} (seq 10) was changed after it was written`
+          })
+
+          // its prev hash pointed elsewhere (at seq 8's record), its own hash and the head left as written: only
+          // the prev-hash link tells, since its hash is computed from the chain's own previous hash
+          const { chain: relinked } = yield* chainOf10("last-relinked")
+          const relinkedId = yield* idAt(relinked, 10)
+          yield* sql`UPDATE audit_records SET prev_hash = ${yield* hashAt(relinked, 8)} WHERE id = ${relinkedId}`
+          assert.deepStrictEqual(yield* problemOf(relinked), {
+            chain: relinked,
+            kind: "broken",
+            recordId: relinkedId,
+            seq: 10,
+            message: `record id ${relinkedId} (seq 10) does not follow the record before it`
+          })
+
+          // the same, with its hash recomputed to match the new link (what a writer without the key can do
+          // short of rewriting the head)
+          const { chain: recomputed } = yield* chainOf10("last-recomputed")
+          const recomputedId = yield* idAt(recomputed, 10)
+          const [last] = yield* sql<SelectRow>`SELECT ${sql.literal(COLUMNS)} FROM audit_records WHERE id = ${recomputedId}`
+          const elsewhere = yield* hashAt(recomputed, 8)
+          yield* sql`UPDATE audit_records SET prev_hash = ${elsewhere},
+            hash = ${hashOf(recomputed, 10, elsewhere, storedRow(last!))} WHERE id = ${recomputedId}`
+          assert.deepInclude(yield* problemOf(recomputed), { kind: "broken", recordId: recomputedId, seq: 10 })
+
+          // deleted: the head still names seq 10 and its hash
+          const { chain: gone } = yield* chainOf10("last-deleted")
+          const ninth = yield* idAt(gone, 9)
+          yield* sql`DELETE FROM audit_records WHERE id = ${yield* idAt(gone, 10)}`
+          assert.deepStrictEqual(yield* problemOf(gone), {
+            chain: gone,
+            kind: "truncated",
+            recordId: null,
+            seq: 10,
+            message: `records seq 10 to 10 are missing (the last one found is record id ${ninth})`
+          })
+
+          // deleted, and the head moved back to seq 9 by hand: the head's MAC no longer matches
+          const { chain: headMoved } = yield* chainOf10("last-deleted-head-moved")
+          yield* sql`DELETE FROM audit_records WHERE id = ${yield* idAt(headMoved, 10)}`
+          yield* sql`UPDATE audit_chains SET last_seq = 9, last_hash = ${yield* hashAt(headMoved, 9)}
+            WHERE chain = ${headMoved}`
+          assert.deepInclude(yield* problemOf(headMoved), { kind: "forged", recordId: null, seq: 9 })
+
+          // the last two swapped (their seqs exchanged): seq 9 is now the old last record, which follows the old 9th
+          const { chain: swapped } = yield* chainOf10("last-swapped")
+          const [nine, ten] = [yield* idAt(swapped, 9), yield* idAt(swapped, 10)]
+          yield* sql`UPDATE audit_records SET seq = -seq WHERE id IN (${nine}, ${ten})`
+          yield* sql`UPDATE audit_records SET seq = 19 - (-seq) WHERE id IN (${nine}, ${ten})`
+          assert.deepStrictEqual(yield* problemOf(swapped), {
+            chain: swapped,
+            kind: "broken",
+            recordId: ten,
+            seq: 9,
+            message: `record id ${ten} (seq 9) does not follow the record before it`
+          })
+
+          // two records' request ids exchanged, seqs and links left in place: neither hash fits its fields
+          const { chain: exchanged } = yield* chainOf10("contents-swapped")
+          const [four, five] = [yield* idAt(exchanged, 4), yield* idAt(exchanged, 5)]
+          yield* sql`UPDATE audit_records SET request_id = CASE id WHEN ${four} THEN 'req-4' ELSE 'req-3' END
+            WHERE id IN (${four}, ${five})`
+          assert.deepInclude(yield* problemOf(exchanged), { kind: "altered", recordId: four, seq: 4 })
+        })))
+
       it.effect("a record rewritten with every later hash and the head recomputed: the head is forged", () =>
         Effect.scoped(Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient

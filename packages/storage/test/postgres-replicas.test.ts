@@ -3,8 +3,9 @@
  * database: change signals across instances, and the ordered event log.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Fiber, Layer, Option, Random, Redacted, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer, Option, Random, Redacted, Stream } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { LOCK_KEY } from "../src/EventLog.ts"
 import {
   AdminTokens,
   ChangeFeed,
@@ -203,6 +204,86 @@ describe.skipIf(!postgres)("postgres replicas", () => {
         assert.isTrue(yield* a(McpSessions.use((s) => s.delete(id))))
         yield* eventually(b(McpSessions.use((s) => s.get(id, new Date(now)))).pipe(Effect.map(Option.isNone)), 5_000)
       }))
+
+    it.effect(
+      "event log: a writer whose transaction holds an id keeps every later writer from committing above it",
+      () =>
+        Effect.gen(function*() {
+          // The rule (EventLog.ts): once a reader has seen id N, no id below N can still commit. Writer A's
+          // transaction is held open (a trigger of this test) after its INSERT drew an id; writer B flushes
+          // then. With the flush lock, B waits for A; without it, B commits an id above A's first, a
+          // client that saw B's id and asks for what came after never gets A's event.
+          const a = yield* replica
+          const b = yield* replica
+          const reader = yield* replica
+          // the test's own connections: the trigger, the hold, and what it reads of pg_locks
+          const sql = yield* (yield* replica)(Effect.service(SqlClient.SqlClient))
+          const HOLD_KEY = 4_242
+          yield* sql.unsafe(`
+            CREATE OR REPLACE FUNCTION test_hold_event() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_advisory_xact_lock_shared(${HOLD_KEY}); RETURN NEW; END $$`)
+          yield* sql.unsafe(`
+            CREATE OR REPLACE TRIGGER test_hold_event AFTER INSERT ON broker_event
+            FOR EACH ROW WHEN (NEW.topic = 'test.held') EXECUTE FUNCTION test_hold_event()`)
+          // the test holds HOLD_KEY in a transaction of its own until `release` is done
+          const release = yield* Deferred.make<void>()
+          const holding = yield* Deferred.make<void>()
+          const holder = yield* sql.withTransaction(
+            sql`SELECT pg_advisory_xact_lock(${HOLD_KEY})`.pipe(
+              Effect.andThen(Deferred.succeed(holding, undefined)),
+              Effect.andThen(Deferred.await(release))
+            )
+          ).pipe(Effect.forkChild)
+          yield* Deferred.await(holding)
+
+          const waitingOn = (classid: number, objid: number) =>
+            sql<{ n: number | bigint }>`
+              SELECT count(*) AS n FROM pg_locks
+              WHERE locktype = 'advisory' AND NOT granted AND classid = ${classid} AND objid = ${objid}
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.pipe(
+              Effect.map((rows) => Number(rows[0]!.n) > 0)
+            )
+          const visible = (topic: string) =>
+            sql<{ n: number | bigint }>`SELECT count(*) AS n FROM broker_event WHERE topic = ${topic}`.pipe(
+              Effect.map((rows) => Number(rows[0]!.n))
+            )
+
+          // A: its row has drawn an id, and its transaction waits in the trigger
+          const flushA = yield* a(
+            EventLog.use((log) => Effect.andThen(log.append({ topic: "test.held", data: { writer: "a" } }), log.flush))
+          ).pipe(Effect.forkChild)
+          yield* eventually(waitingOn(0, HOLD_KEY), 10_000)
+
+          // B: either it waits for the flush lock (LOCK_KEY: classid its high, objid its low 32 bits),
+          // or, were nothing serializing flushes, its row commits now
+          const flushB = yield* b(
+            EventLog.use((log) => Effect.andThen(log.append({ topic: "test.free", data: { writer: "b" } }), log.flush))
+          ).pipe(Effect.forkChild)
+          yield* eventually(
+            Effect.zipWith(
+              waitingOn(Math.floor(LOCK_KEY / 2 ** 32), LOCK_KEY % 2 ** 32),
+              visible("test.free"),
+              (waiting, rows) => waiting || rows > 0
+            ),
+            10_000
+          )
+
+          // a client reads everything committed so far, then asks for what came after
+          const lastSeen = yield* reader(EventLog.use((log) => log.latestId))
+          yield* Deferred.succeed(release, undefined)
+          yield* Fiber.join(holder)
+          yield* Fiber.join(flushA).pipe(Effect.timeout("10 seconds"))
+          yield* Fiber.join(flushB).pipe(Effect.timeout("10 seconds"))
+          const later = yield* reader(EventLog.use((log) => log.after(lastSeen, 100)))
+          assert.deepStrictEqual(
+            later.map((event) => event.topic).filter((topic) => topic.startsWith("test.")),
+            ["test.held", "test.free"],
+            `after(${lastSeen}) must hold A's event, committed after the client had read up to ${lastSeen}`
+          )
+          yield* sql.unsafe("DROP TRIGGER test_hold_event ON broker_event")
+        }),
+      { timeout: 60_000 }
+    )
 
     it.effect(
       "event log: 3 writers, 1 reader: every event exactly once, ids strictly increasing, replay agrees; a writer's own stream too",

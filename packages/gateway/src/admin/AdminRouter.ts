@@ -23,6 +23,8 @@
  *   (not valid percent-encoded UTF-8: 400 `malformed_path`; a segment longer
  *   than the router's limit: 404) gets the same treatment through a global
  *   middleware that touches only such failures, and only under `/api/v1`.
+ *   A path is shown in an error up to 200 characters (`quoteUri`), never
+ *   whole.
  *
  * @since 0.1.0
  */
@@ -33,6 +35,7 @@ import * as Actor from "../audit/Actor.ts"
 import type { AdminPrincipal } from "../auth/AdminPrincipal.ts"
 import { Admission } from "../auth/Admission.ts"
 import { AdmissionAudit } from "../calls/AdmissionAudit.ts"
+import { quoteUri } from "../http/RequestFraming.ts"
 import { admissionRequest } from "../mcp/Guard.ts"
 import { CurrentRequestId } from "../observability/HttpObservability.ts"
 import { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
@@ -124,12 +127,16 @@ export class AdminRouter extends Context.Service<AdminRouter, {
         const request = yield* HttpServerRequest.HttpServerRequest
         const allowed = METHODS.filter((method) => known.find(method, request.url) !== undefined)
         if (allowed.length === 0) {
-          return yield* Problem.make(404, "route_not_found", `There is no admin API route ${pathOf(request.url)}`)
+          return yield* Problem.make(
+            404,
+            "route_not_found",
+            `There is no admin API route ${quoteUri(pathOf(request.url))}`
+          )
         }
         return yield* Problem.make(
           405,
           "method_not_allowed",
-          `${pathOf(request.url)} does not support ${request.method}; it supports ${allowed.join(", ")}`,
+          `${quoteUri(pathOf(request.url))} does not support ${request.method}; it supports ${allowed.join(", ")}`,
           { headers: { allow: allowed.join(", ") } }
         )
       })
@@ -177,7 +184,7 @@ const actorOf = (
   clientIp
 })
 
-const pathOf = (url: string): string => url.split("?")[0]!.slice(0, 200)
+const pathOf = (url: string): string => url.split("?")[0]!
 
 const isUnder = (url: string): boolean => {
   const path = url.split("?")[0]!

@@ -4,7 +4,9 @@
  *
  * **Rules**
  *
- * - Filters: `kind` (call, admin, auth), `from`, `to` (ISO 8601 instants),
+ * - Filters: `kind` (call, admin, auth), `from`, `to` (RFC 3339 date-times
+ *   or dates that exist on the calendar: `2030-02-30` is 400, never read as
+ *   2 March; see storage's `Instants`),
  *   `tool`, `outcome`, `identity` (the stored identity or the caller's name,
  *   exactly), `caller` (a substring of the identity, the caller's name,
  *   subject or client, case-insensitive), `connection`, `requestId`,
@@ -31,6 +33,7 @@ import {
   AuditLog,
   AuditOutcome,
   type AuditRecord,
+  Instants,
   MasterKey
 } from "@janus/storage"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -45,10 +48,20 @@ import * as Resource from "./Resource.ts"
 export const EXPORT_MAX = 100_000
 
 const Text = Schema.optional(Schema.String)
+/** `from`, `to`: a date-time or a date that exists on the calendar (`Instants.parseInstant`). */
+const InstantText = Schema.String.check(Schema.makeFilter((text: string) => {
+  const parsed = Instants.parseInstant(text)
+  return Instants.isRefusal(parsed)
+    ? `${Instants.describeRefusal(text, parsed)}; expected ${Instants.INSTANT_EXPECTED}`
+    : true
+}))
+/** `name: Date` for a decoded (so valid) `InstantText`, nothing when absent. */
+const instant = <K extends string>(name: K, text: string | undefined): { readonly [k in K]?: Date } =>
+  text === undefined ? {} : { [name]: Instants.parseInstant(text) as Date } as { readonly [k in K]?: Date }
 const Filters = Schema.Struct({
   kind: Schema.optional(AuditKind),
-  from: Schema.optional(Schema.DateFromString),
-  to: Schema.optional(Schema.DateFromString),
+  from: Schema.optional(InstantText),
+  to: Schema.optional(InstantText),
   tool: Text,
   outcome: Schema.optional(AuditOutcome),
   identity: Text,
@@ -129,10 +142,16 @@ export const AuditRoutes: Layer.Layer<
       Effect.gen(function*() {
         const query = yield* HttpServerRequest.ParsedSearchParams
         const raw = yield* Resource.singleQuery(query, "since")
-        const since = Option.isSome(raw) ? new Date(raw.value) : undefined
-        if (since !== undefined && Number.isNaN(since.getTime())) {
-          return yield* Problem.invalidFields([{ path: "since", message: "expected an ISO 8601 instant" }])
+        const parsed = Option.isSome(raw) ? Instants.parseInstant(raw.value) : undefined
+        if (parsed !== undefined && Instants.isRefusal(parsed)) {
+          return yield* Problem.invalidFields([{
+            path: "since",
+            message: `${
+              Instants.describeRefusal(Option.getOrThrow(raw), parsed)
+            }; expected ${Instants.INSTANT_EXPECTED}`
+          }])
         }
+        const since = parsed
         // the records of calls already answered first (journaled ones are written in the background)
         yield* Effect.ignore(audit.flush)
         const report = yield* AuditChain.verify({ since }).pipe(
@@ -153,9 +172,10 @@ export const AuditRoutes: Layer.Layer<
           const value = yield* Resource.singleQuery(query, name)
           if (Option.isSome(value)) raw[name] = value.value
         }
-        const { format, ...filters } = yield* decodeFilters(raw).pipe(
+        const { format, from, to, ...rest } = yield* decodeFilters(raw).pipe(
           Effect.mapError((error) => Problem.invalidFields(Pagination.fieldErrors(error)))
         )
+        const filters = { ...rest, ...instant("from", from), ...instant("to", to) }
         const read = (cursor: string | undefined, limit: number) =>
           audit.query({ ...filters, limit, ...(cursor === undefined ? {} : { cursor }) }).pipe(
             Effect.mapError((error) =>

@@ -11,8 +11,9 @@
  * - Tokens have no version and no update: they are created, revoked
  *   (`POST …/:id/revoke`, idempotent: the first revocation time is kept) and,
  *   for client tokens, deleted. So no precondition is needed (`Preconditions`).
- * - Client tokens: `expiresAt` is an RFC 3339 date-time with a zone, or
- *   `null`; storage checks it is in the future, that `allowedTools` are tool
+ * - Client tokens: `expiresAt` is an RFC 3339 date-time with a zone that
+ *   exists on the calendar (`2030-02-30T00:00:00Z` is 400 naming the field
+ *   and the value, never stored as 2 March), or `null`; storage checks it is in the future, that `allowedTools` are tool
  *   names and that `allowedVirtualServers` exist (422 otherwise); the tools
  *   named must exist too (`ToolReferences`, 422 otherwise).
  * - Admin tokens: revoking the last active admin token is refused with 409
@@ -25,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { AdminTokens, type ClientTokenInput, ClientTokens, Connections, Endpoints } from "@janus/storage"
+import { AdminTokens, type ClientTokenInput, ClientTokens, Connections, Endpoints, Instants } from "@janus/storage"
 import { Clock, Effect, Layer, Redacted, Semaphore } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AdminRouter, PREFIX } from "./AdminRouter.ts"
@@ -35,17 +36,23 @@ import * as Resource from "./Resource.ts"
 import { presentAdminToken, presentClientToken } from "./TokenJson.ts"
 import { checkAllowedTools } from "./ToolReferences.ts"
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
-
 /** The JSON form of `expiresAt` (a date-time string) as the `Date` storage decodes. */
 const clientTokenInput = (body: JsonObject): Effect.Effect<typeof ClientTokenInput.Encoded, Problem.ApiProblem> => {
   const expiresAt = body.expiresAt
   if (expiresAt === undefined || expiresAt === null) return Effect.succeed(body as typeof ClientTokenInput.Encoded)
-  const date = typeof expiresAt === "string" && RFC3339.test(expiresAt) ? new Date(expiresAt) : undefined
-  return date === undefined || Number.isNaN(date.getTime())
+  if (typeof expiresAt !== "string") {
+    return Effect.fail(Problem.invalidFields([{
+      path: "expiresAt",
+      message: `Expected ${Instants.DATE_TIME_EXPECTED}, or null; got ${
+        Array.isArray(expiresAt) ? "an array" : typeof expiresAt
+      }`
+    }]))
+  }
+  const date = Instants.parseDateTime(expiresAt)
+  return Instants.isRefusal(date)
     ? Effect.fail(Problem.invalidFields([{
       path: "expiresAt",
-      message: "Expected an RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z, or null"
+      message: `${Instants.describeRefusal(expiresAt, date)}; expected ${Instants.DATE_TIME_EXPECTED}, or null`
     }]))
     : Effect.succeed({ ...body, expiresAt: date } as typeof ClientTokenInput.Encoded)
 }

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { AuditChain } from "@janus/storage"
+import { AuditChain, Instants } from "@janus/storage"
 import { Console, Duration, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { JanusConfig } from "../config/JanusConfig.ts"
@@ -33,13 +33,14 @@ const verify = Command.make("verify", { json, since }, (input) =>
     yield* guardEmbedded
     let from: Date | undefined
     if (Option.isSome(input.since)) {
-      from = new Date(input.since.value)
-      if (Number.isNaN(from.getTime())) {
+      const parsed = Instants.parseInstant(input.since.value)
+      if (Instants.isRefusal(parsed)) {
         return yield* new CliFailure({
-          message: `--since ${JSON.stringify(input.since.value)} is not an instant`,
-          fix: "give an ISO 8601 date or date-time, e.g. 2026-12-01 or 2026-12-01T12:00:00Z"
+          message: `--since ${Instants.describeRefusal(input.since.value, parsed)}`,
+          fix: "give a date or date-time that exists on the calendar, e.g. 2026-12-01 or 2026-12-01T12:00:00Z"
         })
       }
+      from = parsed
     }
     const report = yield* Effect.provide(AuditChain.verify({ since: from }), GatewayStorage.layer)
     if (input.json) yield* printJson(report)

@@ -22,6 +22,9 @@
  *   100 aliases); at most `MAX_DOCUMENT_BYTES`, nested at most `MAX_DEPTH`
  *   levels. A parse error says where (line and column) and what kind of
  *   error, and quotes nothing of the text.
+ * - A token's `expiresAt` is an RFC 3339 date-time that exists on the
+ *   calendar (`Instants.parseDateTime`): 30 February is refused, not read as
+ *   2 March.
  * - Unknown fields are refused, at every level. Every problem is reported at
  *   once with its document path (`connections[2].baseUrl`, prefixed by its
  *   file when there are several), the value given there (not for fields
@@ -38,6 +41,7 @@ import {
   DisplayName,
   EndpointInput,
   EnvNamePattern,
+  Instants,
   ResourceName,
   SecretName,
   Validation,
@@ -69,15 +73,12 @@ export const ValueFrom = Schema.Struct({
   )
 }).annotate({ description: "An environment variable of the process that applies the document" })
 
-const RFC3339_EXPECTED = "an RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z"
-const Rfc3339 = Schema.String.check(
-  Schema.isPattern(
-    /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/,
-    expected(RFC3339_EXPECTED)
-  ),
-  // the pattern lets 2030-13-45 through
-  Schema.makeFilter((s: string) => !Number.isNaN(Date.parse(s)), expected(RFC3339_EXPECTED))
-)
+// a date-time that exists on the calendar: `Date.parse` would read 2030-02-30 as 2 March
+const Rfc3339 = Schema.String.check(Schema.makeFilter((text: string) => {
+  const parsed = Instants.parseDateTime(text)
+  // the document's problem line puts `got <value>; ` before this
+  return Instants.isRefusal(parsed) ? `Expected ${Instants.DATE_TIME_EXPECTED} (${parsed.reason})` : true
+}, expected(Instants.DATE_TIME_EXPECTED)))
 
 export const SecretItem = Schema.Struct({
   name: SecretName,

@@ -23,6 +23,7 @@
 import { ConfigCache, type ConfigSnapshot, type VirtualServer } from "@janus/storage"
 import { Context, Effect, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
+import { quoteUri } from "../http/RequestFraming.ts"
 import type { Caller } from "../mcp/Caller.ts"
 import { ProtocolError } from "../mcp/JsonRpc.ts"
 import { ErrorCode } from "../mcp/Protocol.ts"
@@ -190,7 +191,7 @@ export const scopeCaller = Effect.gen(function*() {
               code: ErrorCode.refused,
               status: 404,
               message: `No virtual server is named ${
-                JSON.stringify(name)
+                JSON.stringify(quoteUri(name))
               }; the MCP URL of a virtual server is /servers/{name}/mcp with the name of an existing one`
             })
           )

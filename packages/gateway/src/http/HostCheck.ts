@@ -38,6 +38,10 @@ export const UNCHECKED_PATHS: ReadonlySet<string> = new Set(["/healthz", "/ready
 /** Paths whose clients read JSON-RPC errors. */
 const MCP_PATHS = ["/mcp", "/sse", "/messages", "/servers/"]
 
+/** Whether `path` (without its query) is one whose clients read JSON-RPC errors. */
+export const isMcpPath = (path: string): boolean =>
+  MCP_PATHS.some((prefix) => prefix.endsWith("/") ? path.startsWith(prefix) : path === prefix)
+
 /** What the gateway answers to besides IP addresses and loopback names. */
 export interface HostPolicy {
   /** `JANUS_ALLOWED_HOSTS`: names, `.domain` suffixes, or `*`. */
@@ -98,7 +102,7 @@ const pathOf = (url: string): string => {
 const refusal = (path: string, host: string): HttpServerResponse.HttpServerResponse => {
   const message = rejectionMessage(host)
   const headers = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
-  const mcp = MCP_PATHS.some((prefix) => prefix.endsWith("/") ? path.startsWith(prefix) : path === prefix)
+  const mcp = isMcpPath(path)
   return mcp ?
     HttpServerResponse.jsonUnsafe({ jsonrpc: "2.0", id: null, error: { code: -32600, message } }, {
       status: 403,

@@ -14,8 +14,13 @@
  *   with `isError` and audited `invalid`. A declared output schema is
  *   enforced on the result (`RestResult.conform`).
  * - Response cache (`RESPONSE_CACHE_TTL` > 0): only GET endpoints marked
- *   idempotent; keyed by the caller's identity, method and URL, so one caller
- *   never sees a response fetched for another; purged whenever connections,
+ *   idempotent; keyed by the caller's identity, the connection and everything
+ *   that shapes the downstream request (`responseCacheKey`: method, path,
+ *   query, every header the arguments put in, the body), so one caller never
+ *   sees a response fetched for another, nor for other header arguments (a
+ *   tenant header). Header values and the body enter the key only as a
+ *   SHA-256 digest, never in clear; the connection's credential is not in the
+ *   key (a change of it purges the cache). Purged whenever connections,
  *   endpoints or secrets change. Errors and 4xx/5xx are never cached.
  * - Egress: the connection's secret comes from the secret cache and is
  *   injected by the egress client; timeouts, retries, the breaker, the SSRF
@@ -40,6 +45,7 @@
  */
 import { ChangeFeed, ConfigCache, type ConfigSnapshot, type RestConnection, SecretCache } from "@janus/storage"
 import { Cache, Duration, Effect, Layer, Option, type Redacted, Stream } from "effect"
+import { createHash } from "node:crypto"
 import { type CallRecord, CurrentCall } from "../calls/CallRecord.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import {
@@ -182,6 +188,22 @@ const refusal = (tool: string, error: DownstreamError | { readonly _tag: string;
 
 const decoder = new TextDecoder()
 
+/**
+ * The response cache's key for a request built for `callerId` on
+ * `connectionId`: whatever the downstream sees of the request is in it, the
+ * headers (sorted by name) and the body as one SHA-256 digest, so a header
+ * value (a tenant, a token an argument carries) is never held in clear.
+ */
+export const responseCacheKey = (callerId: string, connectionId: string, request: RestRequest.RestRequest): string => {
+  const digest = createHash("sha256")
+  for (const name of Object.keys(request.headers).sort()) {
+    digest.update(JSON.stringify([name, request.headers[name]]))
+  }
+  digest.update(request.body === undefined ? "\u0000no body" : `\u0001${request.body}`)
+  const query = new URLSearchParams(request.query as Array<[string, string]>)
+  return [callerId, connectionId, request.method, `${request.path}?${query}`, digest.digest("base64url")].join("\n")
+}
+
 export const layer: Layer.Layer<
   ToolCatalog,
   never,
@@ -320,9 +342,7 @@ export const layer: Layer.Layer<
           if (Option.isSome(record)) record.value.bytesIn = req.body?.length ?? JSON.stringify(args ?? {}).length
 
           const cacheKey = responses !== undefined && tool.cacheable
-            ? `${caller.id}\n${tool.connection.id}\n${req.path}?${new URLSearchParams(
-              req.query as Array<[string, string]>
-            )}`
+            ? responseCacheKey(caller.id, tool.connection.id, req)
             : undefined
           if (cacheKey !== undefined) {
             const hit = yield* Cache.getOption(responses!, cacheKey)

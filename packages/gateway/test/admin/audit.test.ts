@@ -49,5 +49,17 @@ layer(GatewayTesting.layer(), { timeout: 60_000, excludeTestServices: true })("G
       const bad = yield* get("/api/v1/audit?outcome=maybe&from=yesterday", token)
       assert.strictEqual(bad.status, 400)
       assert.deepStrictEqual(bad.body.error.fields.map((f: any) => f.path).sort(), ["from", "outcome"])
+      // a day the calendar does not have is refused, not read as the next month's
+      for (const [query, field] of [["from=2030-02-30", "from"], ["to=2030-02-30T00:00:00Z", "to"]] as const) {
+        const reply = yield* get(`/api/v1/audit?${query}`, token)
+        assert.strictEqual(reply.status, 400, JSON.stringify(reply.body))
+        assert.deepStrictEqual(reply.body.error.fields.map((f: any) => f.path), [field])
+        assert.include(reply.body.error.fields[0].message, "February 2030 has no day 30")
+        assert.include(reply.body.error.fields[0].message, "exists on the calendar")
+      }
+      const since = yield* get("/api/v1/audit/verify?since=2030-02-30", token)
+      assert.strictEqual(since.status, 400, JSON.stringify(since.body))
+      assert.include(since.body.error.fields[0].message, "\"2030-02-30\" is refused")
+      assert.strictEqual((yield* get("/api/v1/audit?from=2024-02-29&to=2030-01-01T00:00Z", token)).status, 200)
     }))
 })

@@ -84,6 +84,30 @@ layer(Support.layer(), Support.suiteOptions)("/api/v1/client-tokens", (it) => {
         const reply = expectStatus(yield* c.post("/api/v1/client-tokens", body), status, code)
         assert.deepStrictEqual(fieldPaths(reply), [path], reply.text)
       }
+      // days and times the calendar does not have are refused, never rolled over (2030-02-30 is not 2 March)
+      for (
+        const expiresAt of [
+          "2030-02-30T00:00:00Z",
+          "2030-04-31T12:00:00Z",
+          "2029-02-29T00:00:00Z",
+          "2030-01-01T24:00:00Z",
+          "2030-01-01T23:59:60Z",
+          "2030-01-01T00:00:00+24:00"
+        ]
+      ) {
+        const reply = expectStatus(yield* c.post("/api/v1/client-tokens", { name: "t", expiresAt }), 400)
+        assert.deepStrictEqual(fieldPaths(reply), ["expiresAt"], reply.text)
+        assert.include(reply.body.error.fields[0].message, JSON.stringify(expiresAt))
+        assert.include(reply.body.error.fields[0].message, "expected an RFC 3339 date-time")
+      }
+      const feb30 = yield* c.post("/api/v1/client-tokens", { name: "t", expiresAt: "2030-02-30T00:00:00Z" })
+      assert.include(feb30.body.error.fields[0].message, "February 2030 has no day 30")
+      // a leap day is a day
+      const leap = expectStatus(
+        yield* c.post("/api/v1/client-tokens", { name: "leap", expiresAt: "2032-02-29T23:59:59+01:00" }),
+        201
+      )
+      assert.strictEqual(leap.body.expiresAt, "2032-02-29T22:59:59.000Z")
       expectStatus(yield* c.post("/api/v1/client-tokens", { name: "same" }), 201)
       expectStatus(yield* c.post("/api/v1/client-tokens", { name: "same" }), 409, "duplicate_name")
       // tokens cannot be edited

@@ -65,7 +65,12 @@ describe("invalid configuration documents", () => {
               { kind: "rest", name: "auth", baseUrl: "https://a.example", auth: { scheme: "kerberos" } }
             ],
             endpoints: [{ name: "e", connection: "ok", method: "FETCH", pathTemplate: "/", inputSchema: {} }],
-            clientTokens: [{ name: "t", expiresAt: "tomorrow" }, { name: "u", expiresAt: "2030-13-45T00:00:00Z" }]
+            clientTokens: [
+              { name: "t", expiresAt: "tomorrow" },
+              { name: "u", expiresAt: "2030-13-45T00:00:00Z" },
+              // a day the calendar does not have: Date.parse reads it as 2 March
+              { name: "v", expiresAt: "2030-02-30T00:00:00Z" }
+            ]
           }),
           [
             "apiVersion",
@@ -78,7 +83,8 @@ describe("invalid configuration documents", () => {
             "connections[4].auth.scheme",
             "endpoints[0].method",
             "clientTokens[0].expiresAt",
-            "clientTokens[1].expiresAt"
+            "clientTokens[1].expiresAt",
+            "clientTokens[2].expiresAt"
           ]
         )
         const line = (path: string) => error.problems.find((p) => p.path === path)!.message
@@ -93,7 +99,12 @@ describe("invalid configuration documents", () => {
         assert.match(line("connections[3].name"), /^got "bad name!"; expected a name of 1 to 64 letters, digits/)
         assert.match(line("connections[4].auth.scheme"), /^got "kerberos"; expected one of "none", "bearer"/)
         assert.match(line("clientTokens[0].expiresAt"), /got "tomorrow"; expected an RFC 3339 date-time/)
-        assert.match(error.message, /^the configuration document is invalid \(11 problems\):\n {2}- /)
+        assert.strictEqual(
+          line("clientTokens[2].expiresAt"),
+          `got "2030-02-30T00:00:00Z"; expected an RFC 3339 date-time with a time zone that exists on the calendar, ` +
+            `e.g. 2030-01-01T00:00:00Z (February 2030 has no day 30: it has 28 days)`
+        )
+        assert.match(error.message, /^the configuration document is invalid \(12 problems\):\n {2}- /)
       }))
 
     it.effect("storage's own refusals are reported at the document path of the value", () =>

@@ -18,14 +18,14 @@
  *
  * @since 0.1.0
  */
-import { ClientTokens } from "@janus/storage"
+import { ClientTokens, Instants } from "@janus/storage"
 import { Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { presentClientToken } from "../../admin/TokenJson.ts"
 import { handled, json, printJson, splitList } from "../Support.ts"
 import { fail, optional, stored, withStorage } from "./Resource.ts"
 
-/** `30d`, `12h`, `45m` from now, or an ISO-8601 date/time. */
+/** `30d`, `12h`, `45m` from now, or an RFC 3339 date or date-time that exists on the calendar. */
 export const parseExpires = (raw: string, now: Date): Date | undefined => {
   const relative = /^(\d+)\s*([dhm])$/.exec(raw.trim())
   if (relative) {
@@ -33,8 +33,9 @@ export const parseExpires = (raw: string, now: Date): Date | undefined => {
     return new Date(now.getTime() + Number(relative[1]) * unit)
   }
   if (!/^\d{4}-\d{2}-\d{2}/.test(raw.trim())) return undefined
-  const date = new Date(raw.trim())
-  return Number.isNaN(date.getTime()) ? undefined : date
+  // a date or date-time that exists on the calendar (2027-02-30 is refused, not read as 2 March)
+  const date = Instants.parseInstant(raw.trim())
+  return Instants.isRefusal(date) ? undefined : date
 }
 
 const tokenCreate = Command.make("create", {
@@ -58,7 +59,7 @@ const tokenCreate = Command.make("create", {
       if (parsed === undefined) {
         return yield* fail(
           `--expires ${JSON.stringify(input.expires.value)} is not a duration or a date`,
-          "use 30d, 12h, 45m or an ISO date such as 2027-01-31"
+          "use 30d, 12h, 45m or a date that exists on the calendar, such as 2027-01-31 or 2027-01-31T12:00:00Z"
         )
       }
       if (parsed.getTime() <= now.getTime()) {
