@@ -47,7 +47,7 @@ import * as Metrics from "../observability/Metrics.ts"
 import { discover } from "./AuthorizationServerMetadata.ts"
 import { fetchJson } from "./internal/fetchJson.ts"
 import { jose } from "./internal/jose.ts"
-import { PRIVATE_MEMBERS, type PublicJwk, readKeySetFile } from "./LocalKeySet.ts"
+import { PRIVATE_MEMBERS, type PublicJwk, readKeySetFile } from "../config/LocalKeySet.ts"
 import { JwksUnavailable } from "./OAuthErrors.ts"
 import { type AuthorizationServer, OAuthConfig } from "./OAuthOptions.ts"
 

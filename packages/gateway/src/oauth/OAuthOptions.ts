@@ -49,7 +49,7 @@ import {
   type SigningAlgorithm
 } from "./internal/checks.ts"
 import { advertisedIssuer, type IssuerTemplate, matcher, parseTemplate } from "./Issuers.ts"
-import { checkKeySet, type PublicJwk, readKeySetFileSync } from "./LocalKeySet.ts"
+import { checkKeySet, type PublicJwk, readKeySetFileSync } from "../config/LocalKeySet.ts"
 import { advertiseScopes, DEFAULT_SCOPE_CLAIMS } from "./Scopes.ts"
 
 export {

@@ -41,6 +41,7 @@ const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
 /** Where a JSON syntax error is, without quoting the text. */
 const syntaxPosition = (error: unknown): string => {
   const message = error instanceof Error ? error.message : ""
+  if (/end of JSON input/.test(message)) return " (it ends in the middle)"
   const position = /line \d+ column \d+|position \d+/.exec(message)?.[0]
   return position === undefined ? "" : ` (syntax error at ${position})`
 }
