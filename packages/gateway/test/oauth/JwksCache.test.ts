@@ -2,6 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Metric } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import {
   discover,
   discoveryUrls,
@@ -31,6 +34,14 @@ import {
   settle,
   sign
 } from "./support.ts"
+
+/** `verify` fails with an `InvalidToken` for `reason`. */
+const rejected = (verifier: JwtVerifier["Service"], token: string, reason: InvalidToken["reason"]) =>
+  Effect.gen(function*() {
+    const error = yield* Effect.flip(verifier.verify(token))
+    assert.strictEqual(error._tag, "InvalidToken")
+    assert.strictEqual((error as InvalidToken).reason, reason)
+  })
 
 /** Waits until the background fetches reached `fetches` attempts and the fiber sleeps again. */
 const fetched = (cache: JwksCache["Service"], fetches: number) =>
@@ -193,6 +204,62 @@ describe("JwksCache", () => {
       yield* settle()
       const down = yield* Effect.flip(verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW + 155))))
       assert.strictEqual(down._tag, "JwksUnavailable")
+    }))
+
+  it.effect("an inline key set is used as is: no fetch, even with the identity provider down", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      server.status.set("/jwks", 503)
+      const context = yield* Layer.build(
+        OAuthLayer({
+          resource: RESOURCE,
+          authorizationServers: [{ issuer: server.issuer, jwks: JSON.stringify({ keys: publishedKeys }) }]
+        }).pipe(Layer.provide(FetchHttpClient.layer))
+      )
+      const verifier = Context.get(context, JwtVerifier)
+      const identity = yield* verifier.verify(yield* sign(ec256, claims(server)))
+      assert.strictEqual(identity.subject, "user-1")
+      yield* rejected(verifier, yield* sign(rotated, claims(server)), "unknown_key")
+      const [status] = yield* Context.get(context, JwksCache).status
+      assert.strictEqual(status!.jwksUri, "inline")
+      assert.strictEqual(server.jwksFetches(), 0)
+      assert.strictEqual(server.hits.size, 0, "not even discovery")
+    }))
+
+  it.effect("a key-set file is re-read on refresh and for a key it lacks; a broken file keeps the held keys", () =>
+    Effect.gen(function*() {
+      const server = yield* start()
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-jwks-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dir, { recursive: true })))
+      const file = Path.join(dir, "jwks.json")
+      Fs.writeFileSync(file, JSON.stringify({ keys: [rsa.RS256!.publicJwk] }))
+      const context = yield* Layer.build(
+        OAuthLayer({ resource: RESOURCE, authorizationServers: [{ issuer: server.issuer, jwksFile: file }] }).pipe(
+          Layer.provide(FetchHttpClient.layer)
+        )
+      )
+      const verifier = Context.get(context, JwtVerifier)
+      const cache = Context.get(context, JwksCache)
+      yield* fetched(cache, 1)
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server)))
+      // a key added to the file: the token naming it has the file read again
+      Fs.writeFileSync(file, JSON.stringify({ keys: [rsa.RS256!.publicJwk, rotated.publicJwk] }))
+      yield* verifier.verify(yield* sign(rotated, claims(server)))
+      assert.strictEqual((yield* cache.status)[0]!.fetches, 2)
+      // the periodic refresh reads it too: rsa-1 removed
+      Fs.writeFileSync(file, JSON.stringify({ keys: [rotated.publicJwk] }))
+      yield* TestClock.adjust("10 minutes")
+      yield* fetched(cache, 3)
+      assert.deepStrictEqual([...(yield* cache.current(server.issuer)).kids], ["rsa-2"])
+      // a file that became invalid is a failed fetch: the held keys stay, the reason is named
+      Fs.writeFileSync(file, JSON.stringify({ keys: [{ ...rotated.publicJwk, d: "AAAA" }] }))
+      yield* TestClock.adjust("10 minutes")
+      yield* fetched(cache, 4)
+      const [status] = yield* cache.status
+      assert.include(status!.lastError!, "holds private key material (d)")
+      assert.strictEqual(status!.jwksUri, `file:${file}`)
+      yield* verifier.verify(yield* sign(rotated, claims(server, NOW + 1200)))
+      assert.strictEqual(server.hits.size, 0, "the identity provider is never asked")
     }))
 
   it.effect("drops symmetric and private keys from a JWKS", () =>

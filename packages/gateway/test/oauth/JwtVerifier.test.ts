@@ -400,6 +400,16 @@ describe("JwtVerifier: signatures and shapes", () => {
       yield* rejected(verifier, token, "malformed")
     }))
 
+  it.effect("accepts a 12 KiB token by default (a Keycloak token with many roles)", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      const roles = Array.from({ length: 500 }, (_, i) => `realm-role-${String(i).padStart(4, "0")}`)
+      const token = yield* sign(rsa.RS256!, claims(server, NOW, { realm_access: { roles } }))
+      assert.isAbove(token.length, 12 * 1024)
+      const identity = yield* verifier.verify(token)
+      assert.strictEqual(identity.subject, "user-1")
+    }))
+
   it.effect("refuses a token longer than maxTokenLength", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup({ maxTokenLength: 1024 })
