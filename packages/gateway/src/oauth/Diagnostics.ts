@@ -65,7 +65,8 @@ const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
     }
     const kids = [...keys.success.kids]
     notes.push(
-      `${keys.success.keyCount} signing key(s) at ${keys.success.uri}` + (kids.length === 0 ? "" : ` (kid ${kids.join(", ")})`)
+      `${keys.success.keyCount} signing key(s) at ${keys.success.uri}` +
+        (kids.length === 0 ? "" : ` (kid ${kids.join(", ")})`)
     )
     return {
       issuer: server.issuer,

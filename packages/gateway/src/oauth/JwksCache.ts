@@ -43,11 +43,11 @@
 import { Clock, Context, Duration, Effect, Layer, Schema, Semaphore } from "effect"
 import { HttpClient } from "effect/http"
 import type { JWK, JWTVerifyGetKey } from "jose"
+import { PRIVATE_MEMBERS, type PublicJwk, readKeySetFile } from "../config/LocalKeySet.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { discover } from "./AuthorizationServerMetadata.ts"
 import { fetchJson } from "./internal/fetchJson.ts"
 import { jose } from "./internal/jose.ts"
-import { PRIVATE_MEMBERS, type PublicJwk, readKeySetFile } from "../config/LocalKeySet.ts"
 import { JwksUnavailable } from "./OAuthErrors.ts"
 import { type AuthorizationServer, OAuthConfig } from "./OAuthOptions.ts"
 

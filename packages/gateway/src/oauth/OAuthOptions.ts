@@ -37,6 +37,7 @@
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Layer, Result, Schema } from "effect"
+import { checkKeySet, type PublicJwk, readKeySetFileSync } from "../config/LocalKeySet.ts"
 import { normalizeIssuer } from "../config/Urls.ts"
 import {
   canonicalResource,
@@ -49,7 +50,6 @@ import {
   type SigningAlgorithm
 } from "./internal/checks.ts"
 import { advertisedIssuer, type IssuerTemplate, matcher, parseTemplate } from "./Issuers.ts"
-import { checkKeySet, type PublicJwk, readKeySetFileSync } from "../config/LocalKeySet.ts"
 import { advertiseScopes, DEFAULT_SCOPE_CLAIMS } from "./Scopes.ts"
 
 export {

@@ -428,7 +428,9 @@ describe("JwtVerifier: unknown kid and key rotation", () => {
 
       // the key set was fetched moments ago and is current: a key it lacks is refused (401), not 503
       yield* TestClock.adjust("10 seconds")
-      for (const key of [rotated3, attacker]) yield* rejected(verifier, yield* sign(key, claims(server, NOW + 10)), "unknown_key")
+      for (const key of [rotated3, attacker]) {
+        yield* rejected(verifier, yield* sign(key, claims(server, NOW + 10)), "unknown_key")
+      }
       assert.strictEqual(server.jwksFetches(), 2, "no refetch within the rate-limit window")
 
       yield* TestClock.adjust("20 seconds")

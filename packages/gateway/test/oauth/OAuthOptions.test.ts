@@ -50,7 +50,10 @@ describe("OAuthOptions", () => {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-jwks-"))
       const file = Path.join(dir, "jwks.json")
       Fs.writeFileSync(file, JSON.stringify({ keys: [publicKey] }))
-      const issuer = (extra: Record<string, unknown>) => ({ ...base, authorizationServers: [{ issuer: "https://auth.example.com", ...extra }] })
+      const issuer = (extra: Record<string, unknown>) => ({
+        ...base,
+        authorizationServers: [{ issuer: "https://auth.example.com", ...extra }]
+      })
       const inline = yield* resolveOAuthOptions(issuer({ jwks: JSON.stringify({ keys: [publicKey] }) }))
       assert.deepStrictEqual(inline.authorizationServers.get("https://auth.example.com")!.jwks, [publicKey])
       const fromFile = yield* resolveOAuthOptions(issuer({ jwksFile: file }))
