@@ -1,6 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
-import { defaults, describeUrl, InvalidConfiguration, load, unknownJanusVariables } from "../src/config/JanusConfig.ts"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { defaults, describeUrl, InvalidConfiguration, load, unknownVariables } from "../src/config/JanusConfig.ts"
+import * as OAuthOptions from "../src/oauth/Variables.ts"
 
 const withEnv = (env: Record<string, string>) =>
   Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
@@ -134,6 +138,73 @@ describe("JanusConfig", () => {
       assert.isTrue(settings.OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS)
     }))
 
+  it.effect("reads the token settings, the metadata names and an issuer's own key set as OAUTH_* variables", () =>
+    Effect.gen(function*() {
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-config-"))
+      const file = Path.join(dir, "jwks.json")
+      const jwks = JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", kid: "k1", x: "x", y: "y" }] })
+      Fs.writeFileSync(file, jwks)
+      const base = {
+        OAUTH_ENABLED: "true",
+        OAUTH_RESOURCE: "https://janus.example.com/mcp",
+        OAUTH_ISSUERS: "https://keycloak.example.com/realms/janus,https://offline.example.com"
+      }
+      const settings = yield* load.pipe(withEnv({
+        ...base,
+        OAUTH_REQUIRED_TOKEN_TYPE: "at+jwt",
+        OAUTH_MAX_TOKEN_LENGTH: "12000",
+        OAUTH_RESOURCE_NAME: "Janus (production)",
+        OAUTH_RESOURCE_DOCUMENTATION: "https://docs.example.com/janus",
+        OAUTH_JWKS: `https://offline.example.com=${jwks}`,
+        OAUTH_JWKS_FILE: `https://keycloak.example.com/realms/janus=${file}`
+      }))
+      const options = OAuthOptions.options(settings)
+      assert.strictEqual(options.requiredTokenType, "at+jwt")
+      assert.strictEqual(options.maxTokenLength, 12_000)
+      assert.strictEqual(options.resourceName, "Janus (production)")
+      assert.strictEqual(options.resourceDocumentation, "https://docs.example.com/janus")
+      assert.deepStrictEqual(options.authorizationServers.map((s) => [s.jwks, s.jwksFile]), [
+        [undefined, file],
+        [jwks, undefined]
+      ])
+      // the default bound takes a Keycloak token with many roles (beyond 8 KiB)
+      assert.strictEqual(OAuthOptions.options(yield* load.pipe(withEnv(base))).maxTokenLength, 16_384)
+
+      const secret = "c2VjcmV0LXByaXZhdGUtZXhwb25lbnQ"
+      Fs.writeFileSync(file, JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", x: "x", y: "y", d: secret }] }))
+      const pasted = `{"keys": [{"kty": "RSA", "n": "n", "e": "AQAB", "d": "${secret}"}]}`
+      const error = yield* Effect.flip(load.pipe(withEnv({
+        ...base,
+        OAUTH_MAX_TOKEN_LENGTH: "65536",
+        OAUTH_JWKS: pasted,
+        OAUTH_JWKS_FILE: `https://keycloak.example.com/realms/janus=${file}`
+      })))
+      const lines = error.problems.map((p) => p.line)
+      assert.deepStrictEqual(lines.slice(0, 2), [
+        `OAUTH_JWKS=(${pasted.length} characters, hidden): expected a JWK Set of public signing keys (the value: key 1 holds private key ` +
+        `material (d); give only the public key (a symmetric key can never verify tokens here)), for every issuer ` +
+        `or as <issuer>=<value> entries separated by ";"`,
+        `OAUTH_MAX_TOKEN_LENGTH="65536": expected an integer from 256 to 16384`
+      ])
+      assert.deepStrictEqual(lines.slice(2), [
+        `OAUTH_JWKS_FILE=${JSON.stringify(file)}: expected a readable file holding a JWK Set of public signing keys ` +
+        `(file ${file}: key 1 holds private key material (d); give only the public key (a symmetric key can never ` +
+        `verify tokens here))`
+      ])
+      for (const line of lines) assert.notInclude(line, secret)
+
+      const twice = yield* Effect.flip(load.pipe(withEnv({
+        ...base,
+        OAUTH_JWKS: jwks,
+        OAUTH_JWKS_URL: "https://offline.example.com=https://offline.example.com/keys"
+      })))
+      assert.deepStrictEqual(twice.problems.map((p) => p.line), [
+        `OAUTH_JWKS_URL, OAUTH_JWKS="https://offline.example.com": expected one source of signing keys per issuer ` +
+        `(OAUTH_JWKS_URL, OAUTH_JWKS or OAUTH_JWKS_FILE), not 2`
+      ])
+      Fs.rmSync(dir, { recursive: true })
+    }))
+
   it.effect("refuses OAuth settings for issuers not listed, and plain http beyond loopback unless allowed", () =>
     Effect.gen(function*() {
       const base = { OAUTH_ENABLED: "true", OAUTH_RESOURCE: "https://janus.example.com/mcp" }
@@ -165,10 +236,25 @@ describe("JanusConfig", () => {
     }))
 
   it("names unknown JANUS_* variables with the closest known one", () => {
-    const unknown = unknownJanusVariables({ JANUS_PROT: "1", JANUS_PORT: "2", JANUS_SOMETHING_ELSE: "3", PATH: "/bin" })
+    const unknown = unknownVariables({ JANUS_PROT: "1", JANUS_PORT: "2", JANUS_SOMETHING_ELSE: "3", PATH: "/bin" })
     assert.deepStrictEqual(unknown, [
       { name: "JANUS_PROT", suggestion: Option.some("JANUS_PORT") },
       { name: "JANUS_SOMETHING_ELSE", suggestion: Option.none() }
+    ])
+  })
+
+  it("names unknown OAUTH_* variables with the closest known one, as JANUS_* ones", () => {
+    const unknown = unknownVariables({
+      OAUTH_ISSUER: "https://auth.example.com",
+      OAUTH_AUDIENCE: "api://janus",
+      OAUTH_ISSUERS: "https://auth.example.com",
+      OAUTH_SOMETHING_ELSE: "1",
+      OAUTH2_PROXY_CLIENT_ID: "another program's"
+    })
+    assert.deepStrictEqual(unknown, [
+      { name: "OAUTH_AUDIENCE", suggestion: Option.some("OAUTH_AUDIENCES") },
+      { name: "OAUTH_ISSUER", suggestion: Option.some("OAUTH_ISSUERS") },
+      { name: "OAUTH_SOMETHING_ELSE", suggestion: Option.none() }
     ])
   })
 })

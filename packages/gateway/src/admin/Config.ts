@@ -25,7 +25,7 @@ import { AdminRouter } from "./AdminRouter.ts"
 /** A setting as shown: secrets masked, options unwrapped, durations and lists readable. */
 export const display = (value: unknown, secret: boolean): string | number | boolean | null => {
   if (Option.isOption(value)) return Option.isNone(value) ? null : display(value.value, secret)
-  if (secret) return Array.isArray(value) && value.length === 0 ? null : "(set, hidden)"
+  if (secret) return (Array.isArray(value) && value.length === 0) || String(value) === "" ? null : "(set, hidden)"
   if (Redacted.isRedacted(value)) return "(set, hidden)"
   if (Duration.isDuration(value)) return Duration.format(value)
   if (Array.isArray(value)) return value.map((v) => String(v)).join(", ")

@@ -28,7 +28,7 @@ import { FetchHttpClient } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { JanusConfig, unknownJanusVariables } from "../config/JanusConfig.ts"
+import { JanusConfig, unknownVariables } from "../config/JanusConfig.ts"
 import { EgressPolicy } from "../egress/index.ts"
 import { describeStorage } from "../GatewayStorage.ts"
 import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
@@ -48,7 +48,7 @@ const parseKey = (source: string, encoded: Redacted.Redacted<string>) => {
 const doctorChecks = Effect.gen(function*() {
   const config = yield* JanusConfig
   const checks: Array<Check> = []
-  const unknown = unknownJanusVariables(process.env)
+  const unknown = unknownVariables(process.env)
   checks.push({
     check: "configuration",
     verdict: unknown.length === 0 ? "ok" : "warn",

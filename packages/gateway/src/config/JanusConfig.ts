@@ -8,8 +8,10 @@
  *   `ConfigProvider`, never `process.env`), parsed on its own, and every
  *   mistake is reported at once, one line each: the variable, the bad value
  *   (masked when the variable is a secret) and what is expected.
- * - An unknown `JANUS_*` variable is a warning, not an error: it is most often
- *   a typo of a real one, so the warning names the closest known variable.
+ * - An unknown `JANUS_*` or `OAUTH_*` variable is a warning, not an error: it
+ *   is most often a typo of a real one (which would silently leave a setting,
+ *   say an issuer's audiences, at its default), so the warning names the
+ *   closest known variable.
  * - Defaults serve one developer machine: embedded database under `./.janus`,
  *   listening on 127.0.0.1:8080, no Redis.
  * - Every default of the gateway lives here, once; the other modules read it
@@ -23,6 +25,7 @@
  */
 import * as CacheSettings from "@janus/storage/CacheSettings"
 import { Config, Console, Context, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import * as LocalKeySet from "./LocalKeySet.ts"
 import * as OAuthVariables from "./OAuthVariables.ts"
 import * as OtelVariables from "./OtelVariables.ts"
 import * as Settings from "./Settings.ts"
@@ -36,6 +39,17 @@ const issuerList: Settings.IssuerValue<ReadonlyArray<string>> = { parse: Setting
 const httpUrl: Settings.Parser<string> = (raw) => Result.map(Settings.url(["https", "http"])(raw), Redacted.value)
 const issuerText: Settings.IssuerValue<string> = { parse: Settings.text, show: String, name: "prefix" }
 const issuerUrl: Settings.IssuerValue<string> = { parse: httpUrl, show: String, name: "url" }
+// checked as a JWK Set here already, so a mistake is named at start with the others (never quoting the value)
+const issuerKeySet: Settings.IssuerValue<string> = {
+  parse: (raw) =>
+    Result.mapBoth(LocalKeySet.checkKeySet(raw.trim(), "the value"), {
+      onFailure: (why) => `a JWK Set of public signing keys (${why})`,
+      onSuccess: () => raw.trim()
+    }),
+  show: String,
+  name: "JWK Set JSON"
+}
+const issuerFile: Settings.IssuerValue<string> = { parse: Settings.text, show: String, name: "path" }
 
 /**
  * Every variable Janus reads. The key is the environment variable's name.
@@ -161,6 +175,22 @@ export const VARIABLES = {
     undefined,
     "Where an issuer's signing keys are fetched; unset: discovered from its metadata"
   ),
+  OAUTH_JWKS: {
+    // secret: a pasted set may hold a private key by mistake; it is refused, and never shown
+    ...issuerVariable(
+      issuerKeySet,
+      undefined,
+      "An issuer's public signing keys as an inline JWK Set ({\"keys\": [...]}), instead of fetching them " +
+        "(an identity provider Janus cannot reach, tests); private key material is refused"
+    ),
+    secret: true
+  },
+  OAUTH_JWKS_FILE: issuerVariable(
+    issuerFile,
+    undefined,
+    "A file holding an issuer's JWK Set, read at start and again at every OAUTH_JWKS_REFRESH, instead of fetching " +
+      "it; private key material is refused"
+  ),
   OAUTH_TENANTS: issuerVariable(
     issuerList,
     undefined,
@@ -186,6 +216,25 @@ export const VARIABLES = {
     Settings.boolean,
     true,
     "Accept tokens for OAUTH_RESOURCE (and OAUTH_AUDIENCES) on /servers/{name}/mcp, besides tokens for that URL"
+  ),
+  OAUTH_REQUIRED_TOKEN_TYPE: optional(
+    Settings.text,
+    "When set, an access token's typ header must equal it, e.g. at+jwt (RFC 9068); unset: any typ"
+  ),
+  OAUTH_MAX_TOKEN_LENGTH: variable(
+    // at most the HTTP header block limit (http/Hardening.ts): a longer token could never arrive
+    Settings.int(256, 16_384),
+    16_384,
+    "Longest access token accepted, in characters (Keycloak tokens with many roles pass 8 KiB; at most 16384, " +
+      "the limit of a request's whole header block)"
+  ),
+  OAUTH_RESOURCE_NAME: optional(
+    Settings.text,
+    "resource_name of the protected resource metadata (RFC 9728): the name clients show when asking for consent"
+  ),
+  OAUTH_RESOURCE_DOCUMENTATION: optional(
+    httpUrl,
+    "resource_documentation of the protected resource metadata (RFC 9728): a page for developers of MCP clients"
   ),
   REDACTION_ENABLED: variable(Settings.boolean, false, "Redact sensitive data in tool arguments and responses"),
   JANUS_STDIO_COMMANDS: variable(
@@ -306,15 +355,18 @@ const distance = (a: string, b: string): number => {
   return row[b.length]!
 }
 
+/** Prefixes of the variables only Janus reads: another name under them is a typo, not some other program's. */
+export const OWN_PREFIXES: ReadonlyArray<string> = ["JANUS_", "OAUTH_"]
+
 /**
- * Names of `JANUS_*` variables in `env` that Janus does not read, each with
- * the closest known name when one is near.
+ * Names of `JANUS_*` and `OAUTH_*` variables in `env` that Janus does not
+ * read, each with the closest known name when one is near.
  */
-export const unknownJanusVariables = (
+export const unknownVariables = (
   env: Record<string, string | undefined>
 ): ReadonlyArray<{ readonly name: string; readonly suggestion: Option.Option<string> }> =>
   Object.keys(env)
-    .filter((name) => name.startsWith("JANUS_") && !(name in VARIABLES))
+    .filter((name) => OWN_PREFIXES.some((prefix) => name.startsWith(prefix)) && !(name in VARIABLES))
     .sort()
     .map((name) => {
       const best = Object.keys(VARIABLES)
@@ -325,13 +377,13 @@ export const unknownJanusVariables = (
 
 /** The gateway's validated configuration as a service. */
 export class JanusConfig extends Context.Service<JanusConfig, JanusSettings>()("@janus/gateway/JanusConfig") {
-  /** Reads the environment through the current `ConfigProvider`, warning about unknown `JANUS_*` names. */
+  /** Reads the environment through the current `ConfigProvider`, warning about unknown `JANUS_*` and `OAUTH_*` names. */
   static readonly layer: Layer.Layer<JanusConfig, InvalidConfiguration> = Layer.effect(
     JanusConfig,
     Effect.gen(function*() {
       // stderr, not the logger: logging is configured from this very config, and stdout may be a
       // command's --json output
-      for (const unknown of unknownJanusVariables(process.env)) {
+      for (const unknown of unknownVariables(process.env)) {
         yield* Console.error(
           `warning: unknown variable ${unknown.name} is ignored` +
             Option.match(unknown.suggestion, { onNone: () => "", onSome: (s) => `; did you mean ${s}?` })

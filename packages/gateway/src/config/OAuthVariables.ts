@@ -12,13 +12,18 @@
  * - A per-issuer entry (`<issuer>=<value>`) and an `OAUTH_HTTP_ISSUERS` entry
  *   must name an issuer of `OAUTH_ISSUERS` (up to a trailing slash): a typo
  *   would otherwise silently leave that issuer on the defaults.
+ * - An issuer's signing keys have one source: `OAUTH_JWKS_URL` (or
+ *   discovery), `OAUTH_JWKS` or `OAUTH_JWKS_FILE`; naming two is refused
+ *   rather than one silently winning. A key-set file must be readable and
+ *   hold a valid set at start (`LocalKeySet.ts`).
  * - Everything else (durations, scopes, algorithms, templates) is checked
  *   by the OAuth module when it starts, and by `janus doctor`.
  *
  * @since 0.1.0
  */
-import { Option } from "effect"
+import { Option, Result } from "effect"
 import type { JanusSettings } from "./JanusConfig.ts"
+import { readKeySetFileSync } from "./LocalKeySet.ts"
 import { PerIssuer } from "./Settings.ts"
 import { isLoopbackHost, normalizeIssuer } from "./Urls.ts"
 
@@ -34,6 +39,8 @@ const PER_ISSUER = [
   "OAUTH_SCOPE_CLAIMS",
   "OAUTH_SCOPE_PREFIX",
   "OAUTH_JWKS_URL",
+  "OAUTH_JWKS",
+  "OAUTH_JWKS_FILE",
   "OAUTH_TENANTS",
   "OAUTH_CLOCK_TOLERANCE",
   "OAUTH_JWKS_REFRESH"
@@ -100,6 +107,30 @@ export const problems = (settings: Partial<Record<keyof JanusSettings, unknown>>
     const value = settings[name]
     if (!(value instanceof PerIssuer)) continue
     for (const [issuer] of value.byIssuer) if (!known.has(normalizeIssuer(issuer))) unknown(name, issuer)
+  }
+  const sources = ["OAUTH_JWKS_URL", "OAUTH_JWKS", "OAUTH_JWKS_FILE"] as const
+  for (const issuer of issuers) {
+    const given = sources.filter((name) => {
+      const value = settings[name]
+      return value instanceof PerIssuer && value.for(issuer) !== undefined
+    })
+    const file = (settings.OAUTH_JWKS_FILE as PerIssuer<string> | undefined)?.for(issuer)
+    const read = file === undefined ? undefined : readKeySetFileSync(file)
+    if (read !== undefined && Result.isFailure(read)) {
+      found.push({
+        name: "OAUTH_JWKS_FILE",
+        value: JSON.stringify(file),
+        expected: `a readable file holding a JWK Set of public signing keys (${read.failure})`
+      })
+    }
+    if (given.length > 1) {
+      found.push({
+        name: given.join(", "),
+        value: JSON.stringify(issuer),
+        expected: "one source of signing keys per issuer (OAUTH_JWKS_URL, OAUTH_JWKS or OAUTH_JWKS_FILE), not " +
+          given.length
+      })
+    }
   }
   return found
 }

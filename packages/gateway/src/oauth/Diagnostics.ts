@@ -7,9 +7,10 @@
  * - Each issuer's metadata is discovered from the issuer MCP clients are sent
  *   to (RFC 8414, then OpenID Discovery, as `AuthorizationServerMetadata`
  *   does); then its JWKS (the configured URL, or the metadata's `jwks_uri`)
- *   is fetched and its public signing keys counted.
+ *   is fetched, or the operator's own set (inline or file) read, and its
+ *   public signing keys counted.
  * - Missing metadata fails the issuer when Janus needs it to find the keys
- *   (no JWKS URL configured); with a JWKS URL it is a warning: Janus can
+ *   (no JWKS URL or own set configured); otherwise it is a warning: Janus can
  *   check tokens, but MCP clients cannot discover where to get one.
  * - Keys that cannot be fetched, or a set without a public signing key, fail
  *   the issuer: `serve` would answer 503 to every token it issued.
@@ -20,7 +21,7 @@
 import { Effect } from "effect"
 import type { HttpClient } from "effect/http"
 import { discover } from "./AuthorizationServerMetadata.ts"
-import { fetchKeySet } from "./JwksCache.ts"
+import { fetchKeySet, localKeySet } from "./JwksCache.ts"
 import type { AuthorizationServer, OAuthSettings } from "./OAuthOptions.ts"
 
 /** The verdict on one issuer. */
@@ -34,6 +35,8 @@ export interface IssuerDiagnosis {
 const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
   Effect.gen(function*() {
     const notes: Array<string> = []
+    // keys the operator gave (inline or a file) are read, not fetched
+    const local = localKeySet(server)
     const metadata = yield* Effect.result(discover(server.advertised, {
       timeout: settings.httpTimeout,
       allowInsecureHttp: server.allowInsecureHttp,
@@ -41,7 +44,7 @@ const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
     }))
     if (metadata._tag === "Success") {
       notes.push(`metadata at ${metadata.success.metadataUrl}`)
-    } else if (server.jwksUri === undefined) {
+    } else if (server.jwksUri === undefined && local === undefined) {
       return {
         issuer: server.issuer,
         verdict: "FAIL",
@@ -52,7 +55,7 @@ const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
       notes.push(`no usable metadata, so MCP clients cannot discover it (${metadata.failure.message})`)
     }
     const uri = server.jwksUri ?? (metadata._tag === "Success" ? metadata.success.jwks_uri : "")
-    const keys = yield* Effect.result(fetchKeySet(uri, settings.httpTimeout))
+    const keys = yield* Effect.result(local ?? fetchKeySet(uri, settings.httpTimeout))
     if (keys._tag === "Failure") {
       return {
         issuer: server.issuer,
@@ -62,7 +65,8 @@ const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
     }
     const kids = [...keys.success.kids]
     notes.push(
-      `${keys.success.keyCount} signing key(s) at ${uri}` + (kids.length === 0 ? "" : ` (kid ${kids.join(", ")})`)
+      `${keys.success.keyCount} signing key(s) at ${keys.success.uri}` +
+        (kids.length === 0 ? "" : ` (kid ${kids.join(", ")})`)
     )
     return {
       issuer: server.issuer,

@@ -14,8 +14,11 @@
  *   a multi-tenant template). An untrusted issuer is refused without any
  *   network traffic.
  * - Signature checked by `jose` against the issuer's cached JWKS. A `kid` not in
- *   the set triggers one rate-limited refresh (`JwksCache`), then a retry; if
- *   the keys cannot be fetched now, `JwksUnavailable` (503), not a refusal.
+ *   the set, or a signature the key of its `kid` does not verify (new key
+ *   material under the same `kid`), triggers one rate-limited refetch
+ *   (`JwksCache`), then a retry with the new set. When the set is known
+ *   current the token is refused (401); only when the authorization server
+ *   cannot be reached is it `JwksUnavailable` (503), not a refusal.
  * - `aud` must equal, or as an array contain, an audience accepted for the
  *   resource the request is for (`Resources.ts`: the resource itself, the
  *   issuer's additional audiences, and for a virtual server its own URL),
@@ -168,8 +171,12 @@ const mapJoseError = (error: unknown): InvalidToken => {
   return invalid(reason, message)
 }
 
-const isNoMatchingKey = (error: unknown) =>
-  typeof error === "object" && error !== null && "code" in error && error.code === "ERR_JWKS_NO_MATCHING_KEY"
+const hasCode = (error: unknown, code: string) =>
+  typeof error === "object" && error !== null && "code" in error && error.code === code
+
+const isNoMatchingKey = (error: unknown) => hasCode(error, "ERR_JWKS_NO_MATCHING_KEY")
+
+const isBadSignature = (error: unknown) => hasCode(error, "ERR_JWS_SIGNATURE_VERIFICATION_FAILED")
 
 /** Validates bearer JWTs against the trusted issuers' cached keys. */
 export class JwtVerifier extends Context.Service<JwtVerifier, {
@@ -213,13 +220,18 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
 
         const snapshot = yield* jwks.current(server.issuer)
         let attempt = yield* Effect.result(verifyWith(token, snapshot, options))
-        if (Result.isFailure(attempt) && isNoMatchingKey(attempt.failure)) {
-          if (typeof header.kid === "string" && snapshot.kids.has(header.kid)) {
-            return yield* invalid("key_mismatch", "The key named by kid does not fit the token algorithm")
-          }
-          // a newer key set, or JwksUnavailable (503) when none can be fetched now
+        const knownKid = typeof header.kid === "string" && snapshot.kids.has(header.kid)
+        if (Result.isFailure(attempt) && isNoMatchingKey(attempt.failure) && knownKid) {
+          return yield* invalid("key_mismatch", "The key named by kid does not fit the token algorithm")
+        }
+        // a kid the set lacks, or new material under a known kid: a newer key set (rate-limited), the same one
+        // when it is known current (the token is then refused), or JwksUnavailable (503) when the
+        // authorization server cannot be reached
+        if (Result.isFailure(attempt) && (isNoMatchingKey(attempt.failure) || isBadSignature(attempt.failure))) {
           const refreshed = yield* jwks.refreshForUnknownKey(server.issuer, snapshot)
-          attempt = yield* Effect.result(verifyWith(token, refreshed, options))
+          if (refreshed.generation !== snapshot.generation) {
+            attempt = yield* Effect.result(verifyWith(token, refreshed, options))
+          }
         }
         if (Result.isFailure(attempt)) return yield* mapJoseError(attempt.failure)
         const payload = attempt.success.payload

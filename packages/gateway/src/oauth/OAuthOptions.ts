@@ -10,7 +10,9 @@
  *   (`Issuers.ts`).
  * - Each issuer's JWKS URI is either given or discovered through its RFC 8414
  *   metadata (`/.well-known/oauth-authorization-server`), falling back to
- *   OpenID Connect Discovery (`/.well-known/openid-configuration`).
+ *   OpenID Connect Discovery (`/.well-known/openid-configuration`); or the
+ *   operator gives its keys, inline or in a file (`LocalKeySet.ts`), checked
+ *   at start. One source per issuer.
  * - Per issuer, because identity providers differ: the audiences accepted
  *   besides the resource, the claims scopes are read from and a scope prefix
  *   (`Scopes.ts`), plain http, clock tolerance and refresh interval; the
@@ -34,7 +36,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Result, Schema } from "effect"
+import { checkKeySet, type PublicJwk, readKeySetFileSync } from "../config/LocalKeySet.ts"
 import { normalizeIssuer } from "../config/Urls.ts"
 import {
   canonicalResource,
@@ -57,6 +60,22 @@ export {
   SUPPORTED_ALGORITHMS
 } from "./internal/checks.ts"
 
+/**
+ * Longest access token accepted by default, in characters. Why 16 KiB: a
+ * Keycloak token listing many realm and client roles passes 8 KiB, and the
+ * HTTP server refuses a header block beyond 16 KiB anyway
+ * (`http/Hardening.ts`), so no token that reached the verifier is refused for
+ * its length alone; the bound still keeps a direct caller from having a
+ * megabyte decoded.
+ */
+export const DEFAULT_MAX_TOKEN_LENGTH = 16 * 1024
+
+/** Shortest `maxTokenLength` accepted: no signed JWT with `iss`, `sub`, `aud` and `exp` is shorter. */
+export const MIN_TOKEN_LENGTH = 256
+
+// a JOSE `typ` value: a media type without its `application/` prefix (RFC 7515 §4.1.9)
+const TOKEN_TYPE = /^[A-Za-z0-9!#$&^_.+-]+(?:\/[A-Za-z0-9!#$&^_.+-]+)?$/
+
 /** The scope a token needs to list and call tools. */
 export const DEFAULT_TOOL_SCOPES: ReadonlyArray<string> = ["mcp:tools"]
 
@@ -73,6 +92,10 @@ export interface AuthorizationServerOptions {
   readonly issuer: string
   /** JWKS URI; when absent it is discovered from the issuer's metadata (RFC 8414, then OpenID Discovery). */
   readonly jwksUri?: string | undefined
+  /** The issuer's public keys as a JWK Set (JSON text or parsed), instead of fetching them (`LocalKeySet.ts`). */
+  readonly jwks?: unknown
+  /** A file holding the issuer's JWK Set, read at start and again on every refresh, instead of fetching it. */
+  readonly jwksFile?: string | undefined
   /** Narrows the global algorithm allow-list for this issuer. */
   readonly algorithms?: ReadonlyArray<string> | undefined
   /** Audiences accepted from this issuer besides the resource (Entra `api://…` or app id, Auth0 API identifier). */
@@ -125,7 +148,7 @@ export interface OAuthOptions {
   readonly jwksMinRefreshInterval?: Duration.Input | undefined
   /** Timeout of one metadata or JWKS fetch. Default 5 seconds. */
   readonly httpTimeout?: Duration.Input | undefined
-  /** Longest token accepted, in characters. Default 8192. */
+  /** Longest token accepted, in characters. Default `DEFAULT_MAX_TOKEN_LENGTH` (16 KiB). */
   readonly maxTokenLength?: number | undefined
   /** When set, the JWT `typ` header must equal it, e.g. `at+jwt` (RFC 9068 §2.1). */
   readonly requiredTokenType?: string | undefined
@@ -142,6 +165,10 @@ export interface AuthorizationServer {
   readonly template: IssuerTemplate | undefined
   readonly tenants: ReadonlyArray<string>
   readonly jwksUri: string | undefined
+  /** The operator's own key set (checked at start), used instead of fetching. */
+  readonly jwks: ReadonlyArray<PublicJwk> | undefined
+  /** A key-set file (checked at start), re-read on every refresh instead of fetching. */
+  readonly jwksFile: string | undefined
   readonly algorithms: ReadonlyArray<SigningAlgorithm>
   /** Canonical audiences accepted besides the resource: the global ones, then the issuer's. */
   readonly audiences: ReadonlyArray<string>
@@ -231,6 +258,24 @@ const checkServer = (
   if (options.jwksUri !== undefined) {
     checkUrl(label("jwksUri"), options.jwksUri, problems, allowInsecureHttp, { query: true })
   }
+  const sources = [
+    options.jwksUri === undefined ? [] : ["jwksUri"],
+    options.jwks === undefined ? [] : ["jwks"],
+    options.jwksFile === undefined ? [] : ["jwksFile"]
+  ].flat()
+  if (sources.length > 1) {
+    problems.push(`${label(sources.join(", "))}: give one source of signing keys, not ${sources.length}`)
+  }
+  let jwks: ReadonlyArray<PublicJwk> | undefined
+  if (options.jwks !== undefined) {
+    const checked = checkKeySet(options.jwks, label("jwks"))
+    if (Result.isFailure(checked)) problems.push(checked.failure)
+    else jwks = checked.success
+  }
+  if (options.jwksFile !== undefined) {
+    const checked = readKeySetFileSync(options.jwksFile)
+    if (Result.isFailure(checked)) problems.push(`${label("jwksFile")}: ${checked.failure}`)
+  }
   const algorithms = options.algorithms === undefined
     ? defaults.algorithms
     : checkAlgorithms(label("algorithms"), options.algorithms, problems)
@@ -276,6 +321,8 @@ const checkServer = (
     template,
     tenants,
     jwksUri: options.jwksUri,
+    jwks,
+    jwksFile: options.jwksFile,
     algorithms,
     audiences,
     mcpAudiences: [...new Set([defaults.resource, ...audiences])],
@@ -364,9 +411,16 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
     if (options.resourceDocumentation !== undefined) {
       checkUrl("resourceDocumentation", options.resourceDocumentation, problems, true, { query: true })
     }
-    const maxTokenLength = options.maxTokenLength ?? 8192
-    if (!Number.isInteger(maxTokenLength) || maxTokenLength < 256) {
-      problems.push(`maxTokenLength ${maxTokenLength}: expected an integer of at least 256`)
+    const maxTokenLength = options.maxTokenLength ?? DEFAULT_MAX_TOKEN_LENGTH
+    if (!Number.isInteger(maxTokenLength) || maxTokenLength < MIN_TOKEN_LENGTH) {
+      problems.push(`maxTokenLength ${maxTokenLength}: expected an integer of at least ${MIN_TOKEN_LENGTH}`)
+    }
+    if (options.requiredTokenType !== undefined && !TOKEN_TYPE.test(options.requiredTokenType)) {
+      problems.push(
+        `requiredTokenType ${
+          JSON.stringify(options.requiredTokenType)
+        }: expected a media type without spaces, such as at+jwt`
+      )
     }
 
     if (problems.length > 0) return Effect.fail(new OAuthConfigError({ problems }))

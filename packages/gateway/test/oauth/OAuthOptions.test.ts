@@ -1,5 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import {
   canonicalResource,
   DEFAULT_ALGORITHMS,
@@ -37,6 +40,59 @@ describe("OAuthOptions", () => {
       assert.isTrue(Duration.equals(settings.jwksMinRefreshInterval, Duration.seconds(30)))
       assert.isTrue(settings.mcpAudienceOnVirtualServers)
       assert.strictEqual(metadataUrl(settings), "https://janus.example.com/.well-known/oauth-protected-resource/mcp")
+      // a Keycloak token with many roles passes 8 KiB; the HTTP header block is 16 KiB
+      assert.strictEqual(settings.maxTokenLength, 16_384)
+    }))
+
+  it.effect("checks an inline or file JWK Set at start, naming what is wrong", () =>
+    Effect.gen(function*() {
+      const publicKey = { kty: "EC", crv: "P-256", kid: "k1", x: "x", y: "y" }
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "janus-jwks-"))
+      const file = Path.join(dir, "jwks.json")
+      Fs.writeFileSync(file, JSON.stringify({ keys: [publicKey] }))
+      const issuer = (extra: Record<string, unknown>) => ({
+        ...base,
+        authorizationServers: [{ issuer: "https://auth.example.com", ...extra }]
+      })
+      const inline = yield* resolveOAuthOptions(issuer({ jwks: JSON.stringify({ keys: [publicKey] }) }))
+      assert.deepStrictEqual(inline.authorizationServers.get("https://auth.example.com")!.jwks, [publicKey])
+      const fromFile = yield* resolveOAuthOptions(issuer({ jwksFile: file }))
+      assert.strictEqual(fromFile.authorizationServers.get("https://auth.example.com")!.jwksFile, file)
+
+      const of = "jwks of https://auth.example.com"
+      assert.deepStrictEqual(yield* problems(issuer({ jwks: "{\"keys\": [" })), [
+        `${of} is not JSON (it ends in the middle); expected a JWK Set {"keys": [...]}`
+      ])
+      assert.deepStrictEqual(yield* problems(issuer({ jwks: `{"keys": [{"d": "${"s".repeat(20)}",}]}` })), [
+        `${of} is not JSON (syntax error at position 39); expected a JWK Set {"keys": [...]}`
+      ])
+      assert.deepStrictEqual(yield* problems(issuer({ jwks: { keys: [] } })), [
+        `${of} holds no keys; expected at least one public signing key`
+      ])
+      assert.deepStrictEqual(yield* problems(issuer({ jwks: [publicKey] })), [
+        `${of} is not a JWK Set; expected a JSON object {"keys": [...]}`
+      ])
+      const secret = "c2VjcmV0LXByaXZhdGUtZXhwb25lbnQ"
+      const leaked = yield* problems(issuer({ jwks: { keys: [publicKey, { ...publicKey, kid: "k2", d: secret }] } }))
+      assert.deepStrictEqual(leaked, [
+        `${of}: key 2 (kid "k2") holds private key material (d); give only the public key ` +
+        `(a symmetric key can never verify tokens here)`
+      ])
+      assert.notInclude(leaked.join(), secret)
+      assert.deepStrictEqual(yield* problems(issuer({ jwks: { keys: [{ kty: "oct", k: secret }] } })), [
+        `${of}: key 1 holds private key material (k); give only the public key ` +
+        `(a symmetric key can never verify tokens here)`
+      ])
+      assert.deepStrictEqual(yield* problems(issuer({ jwks: { keys: [{ ...publicKey, use: "enc" }] } })), [
+        `${of}: key 1 (kid "k1") has use "enc"; expected sig (or no use)`
+      ])
+      assert.deepStrictEqual(yield* problems(issuer({ jwksFile: Path.join(dir, "missing.json") })), [
+        `jwksFile of https://auth.example.com: file ${Path.join(dir, "missing.json")} cannot be read (ENOENT)`
+      ])
+      assert.deepStrictEqual(yield* problems(issuer({ jwksFile: file, jwksUri: "https://auth.example.com/jwks" })), [
+        "jwksUri, jwksFile of https://auth.example.com: give one source of signing keys, not 2"
+      ])
+      Fs.rmSync(dir, { recursive: true })
     }))
 
   it.effect("refuses none and HMAC algorithms at start", () =>
