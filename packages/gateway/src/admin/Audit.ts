@@ -89,6 +89,7 @@ const COLUMNS: ReadonlyArray<keyof ReturnType<typeof present>> = [
   "credentialKind",
   "credentialFingerprint",
   "bucket",
+  "reason",
   "clientIp",
   "repeats",
   "action",

@@ -25,6 +25,7 @@ export const options = (config: JanusSettings): OAuthOptions => {
     toolScopes: config.OAUTH_TOOL_SCOPES,
     adminScopes: config.OAUTH_ADMIN_SCOPES,
     mcpAudienceOnVirtualServers: config.OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS,
+    maxTokenLifetime: config.OAUTH_MAX_TOKEN_LIFETIME,
     authorizationServers: config.OAUTH_ISSUERS.map((issuer) => ({
       issuer,
       jwksUri: config.OAUTH_JWKS_URL.for(issuer),
