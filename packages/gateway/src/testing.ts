@@ -17,6 +17,7 @@ import { createServer } from "node:http"
 import { JanusConfig, type JanusSettings } from "./config/JanusConfig.ts"
 import { layerOn, type services } from "./Gateway.ts"
 import type { StorageServices } from "./GatewayStorage.ts"
+import * as Hardening from "./http/Hardening.ts"
 import type { McpHttp } from "./mcp/index.ts"
 import type { Drain } from "./observability/index.ts"
 
@@ -31,7 +32,9 @@ const TestServer = HttpServer.layerTestClient.pipe(
       Layer.provide(Layer.succeed(FetchHttpClient.RequestInit)({ keepalive: false }))
     )
   ),
-  Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+  Layer.provideMerge(
+    NodeHttpServer.layer(() => Hardening.keepDuplicateCredentials(createServer()), { port: 0, host: "127.0.0.1" })
+  )
 )
 
 /** Everything `layer` provides. */

@@ -17,7 +17,9 @@
  * - `hashOf` is SHA-256 over the record's chain, seq, previous hash and every
  *   stored field in a fixed order (`at` as epoch milliseconds, absent values
  *   as null): editing any field, moving a record to another seq or chain,
- *   or dropping one breaks the chain at that record.
+ *   or dropping one breaks the chain at that record. A field added after the
+ *   chain began (`reason`) is hashed only when it is set, so every record
+ *   written before it keeps its hash.
  *
  * @since 0.1.0
  */
@@ -79,6 +81,8 @@ export const AuditEntry = Schema.Struct({
   credentialFingerprint: Text,
   /** The limiter bucket that refused (`ip`, `identity`, `auth_failure`). */
   bucket: Text,
+  /** Why an authentication was refused (`auth`): `expired`, `wrong_audience`, `unknown_token`, ... */
+  reason: Text,
   clientIp: Text,
   /** How many refusals this record stands for (sampled refusals; 1 otherwise). */
   repeats: Count,
@@ -140,6 +144,7 @@ export interface InsertRow {
   readonly credential_kind: string | null
   readonly credential_fingerprint: string | null
   readonly bucket: string | null
+  readonly reason: string | null
   readonly client_ip: string | null
   readonly repeats: number
   readonly action: string | null
@@ -201,6 +206,7 @@ export const toInsertRow = (input: AuditInput, at: Date): InsertRow => {
     credential_kind: textOrNull(input.credentialKind),
     credential_fingerprint: textOrNull(input.credentialFingerprint),
     bucket: textOrNull(input.bucket),
+    reason: textOrNull(input.reason),
     client_ip: textOrNull(input.clientIp),
     repeats: count(input.repeats, INT4_MAX, 1),
     action: textOrNull(input.action),
@@ -245,14 +251,22 @@ export const HASHED: ReadonlyArray<keyof InsertRow> = [
   "version_before",
   "version_after",
   "changes",
-  "interface"
+  "interface",
+  "reason"
 ]
+
+/** The fields of `HASHED` added after the chain began: hashed only when set (see the rules). */
+const HASHED_WHEN_SET: ReadonlySet<keyof InsertRow> = new Set(["reason"])
 
 /** SHA-256 (hex) of the record `row` at `seq` of `chain` after `prevHash` (see the rules). */
 export const hashOf = (chain: string, seq: number, prevHash: string, row: InsertRow): string => {
   const values: Array<unknown> = [chain, seq, prevHash]
   for (const field of HASHED) {
     const value = row[field]
+    if (HASHED_WHEN_SET.has(field)) {
+      if (value !== null && value !== undefined) values.push(field, value)
+      continue
+    }
     values.push(value instanceof Date ? value.getTime() : value ?? null)
   }
   return hash("sha256", JSON.stringify(values), "hex")
@@ -263,7 +277,7 @@ export const COLUMNS =
   `id, at, kind, identity, tool, method, connection, outcome, status, duration_ms, bytes_in, bytes_out,
   redactions, request_id, trace_id, caller_name, caller_subject, caller_client, credential_kind,
   credential_fingerprint, bucket, client_ip, repeats, action, resource_kind, resource_id, resource_name,
-  version_before, version_after, changes, interface, chain, seq, prev_hash, hash`
+  version_before, version_after, changes, interface, reason, chain, seq, prev_hash, hash`
 
 /** A row as the drivers return it (bigint columns as bigint, number or string). */
 export type SelectRow = { readonly [K in keyof ChainedRow]: unknown } & {
@@ -299,6 +313,7 @@ export const storedRow = (row: SelectRow): InsertRow => ({
   credential_kind: str(row.credential_kind),
   credential_fingerprint: str(row.credential_fingerprint),
   bucket: str(row.bucket),
+  reason: str(row.reason),
   client_ip: str(row.client_ip),
   repeats: toNumber(row.repeats),
   action: str(row.action),
@@ -335,6 +350,7 @@ export const fromRow = (row: SelectRow): AuditRecord => {
     credentialKind: r.credential_kind,
     credentialFingerprint: r.credential_fingerprint,
     bucket: r.bucket,
+    reason: r.reason,
     clientIp: r.client_ip,
     repeats: r.repeats,
     action: r.action,

@@ -294,6 +294,11 @@ export const migrations = {
   // and that master key's id. NULL for heads written before this migration (verify reports them unsigned).
   "0011_audit_head_mac": statements(
     `ALTER TABLE audit_chains ADD COLUMN head_mac text, ADD COLUMN head_key_id text`
+  ),
+  // Why a refused authentication was refused (`expired`, `wrong_audience`, ...; null for other records and
+  // for refusals written before it). Hashed only when set, so older records keep their hashes.
+  "0012_audit_reason": statements(
+    `ALTER TABLE audit_records ADD COLUMN reason text`
   )
 } as const
 

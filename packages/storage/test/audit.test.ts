@@ -330,6 +330,7 @@ for (const backend of backends<Services>(postgres)) {
               credentialKind: null,
               credentialFingerprint: null,
               bucket: null,
+              reason: null,
               clientIp: null,
               repeats: 1,
               action: null,

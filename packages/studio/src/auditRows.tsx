@@ -64,6 +64,7 @@ export const CallDetail = (props: { row: any; caller: string; onClose: () => voi
     ["Time", time(row.at)],
     ["Tool", row.tool],
     ["Outcome", row.outcome],
+    ...(typeof row.reason === "string" && row.reason !== "" ? [["Reason", row.reason] as [string, string]] : []),
     ["Caller", `${props.caller}${props.caller === row.identity ? "" : ` (${row.identity})`}`],
     ["Connection", row.connection ?? "—"],
     ["Upstream status", row.status ?? "— (no upstream answer)"],

@@ -12,7 +12,10 @@
  *   the admin scopes (`adminScopes`, default `janus:admin`); a valid token
  *   without them is 403 `insufficient_scope`, as RFC 6750 asks for step-up.
  * - No credentials: 401 `unauthorized`; unknown, revoked or malformed
- *   credentials, or a client token (`jns_…`): 401 `invalid_token`. Every 401
+ *   credentials, or a client token (`jns_…`): 401 `invalid_token`; more than
+ *   one credential (two `Authorization` headers or values): 400
+ *   `invalid_request`; `Authorization: DPoP`: 401 `invalid_token` saying DPoP
+ *   is not supported. Each refusal carries its reason for the audit record. Every 401
  *   carries `WWW-Authenticate: Bearer …`: with OAuth configured it names the
  *   RFC 9728 metadata and the admin scope (so clients can discover where to
  *   get a token), otherwise `realm="janus-admin"`.
@@ -36,6 +39,7 @@ import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import type { AdminPrincipal } from "../auth/AdminPrincipal.ts"
 import { Admission } from "../auth/Admission.ts"
+import * as RefusalReason from "../auth/RefusalReason.ts"
 import * as Origin from "../mcp/Origin.ts"
 import {
   authenticate as authenticateJwt,
@@ -82,23 +86,31 @@ export class AdminAuth extends Context.Service<AdminAuth, {
       const refuse = (
         oauth: Option.Option<OAuthServices>,
         request: HttpServerRequest.HttpServerRequest,
-        error: "missing" | "invalid",
-        message: string
+        error: "missing" | "invalid" | "invalid_request",
+        message: string,
+        reason: RefusalReason.RefusalReason
       ) => {
         const header = Option.match(oauth, {
           onNone: () =>
             error === "missing"
               ? `Bearer realm="${REALM}"`
-              : `Bearer realm="${REALM}", error="invalid_token", error_description="${message}"`,
+              : `Bearer realm="${REALM}", error="${
+                error === "invalid" ? "invalid_token" : "invalid_request"
+              }", error_description="${message}"`,
           onSome: ([settings]) =>
             wwwAuthenticate({
               resourceMetadataUrl: metadataUrl(settings, request.url),
               scopes: settings.advertisedAdminScopes,
-              ...(error === "invalid" ? { error: "invalid_token" as const, errorDescription: message } : {})
+              ...(error === "invalid" ? { error: "invalid_token" as const, errorDescription: message } : {}),
+              ...(error === "invalid_request" ? { error: "invalid_request" as const, errorDescription: message } : {})
             })
         })
+        if (error === "invalid_request") {
+          return Problem.make(400, "invalid_request", message, { headers: { "www-authenticate": header }, reason })
+        }
         return Problem.make(401, error === "missing" ? "unauthorized" : "invalid_token", message, {
-          headers: { "www-authenticate": header }
+          headers: { "www-authenticate": header },
+          reason
         })
       }
 
@@ -106,14 +118,18 @@ export class AdminAuth extends Context.Service<AdminAuth, {
         const oauth = Option.isSome(oauthAtBuild) ? oauthAtBuild : yield* oauthServices
         const bearer = bearerTokenFromHeaders(request.headers)
         if (Result.isFailure(bearer)) {
-          return yield* bearer.failure._tag === "MissingToken"
+          const failure = bearer.failure
+          return yield* failure._tag === "MissingToken"
             ? refuse(
               oauth,
               request,
               "missing",
-              "An admin token or an OAuth access token with the admin scope is required"
+              "An admin token or an OAuth access token with the admin scope is required",
+              "missing_token"
             )
-            : refuse(oauth, request, "invalid", "The Authorization header is not of the form Bearer <token>")
+            : failure._tag === "InvalidRequest"
+            ? refuse(oauth, request, "invalid_request", failure.message, "multiple_credentials")
+            : refuse(oauth, request, "invalid", failure.message, RefusalReason.ofAuthenticationError(failure))
         }
         const token = bearer.success
         if (token.startsWith(ADMIN_TOKEN_PREFIX)) {
@@ -121,7 +137,13 @@ export class AdminAuth extends Context.Service<AdminAuth, {
           if (Option.isSome(found)) {
             return { kind: "admin_token", tokenId: found.value.id, name: found.value.name } satisfies AdminPrincipal
           }
-          return yield* refuse(oauth, request, "invalid", "The admin token is not valid (unknown or revoked)")
+          return yield* refuse(
+            oauth,
+            request,
+            "invalid",
+            "The admin token is not valid (unknown or revoked)",
+            "unknown_token"
+          )
         }
         if (Option.isSome(oauth) && looksLikeJwt(token)) {
           const [settings, verifier] = oauth.value
@@ -144,7 +166,8 @@ export class AdminAuth extends Context.Service<AdminAuth, {
           "invalid",
           Option.isSome(oauth)
             ? "Expected an admin token or an OAuth access token with the admin scope"
-            : "Expected an admin token"
+            : "Expected an admin token",
+          "wrong_token_kind"
         )
       })
 
@@ -179,6 +202,7 @@ export class AdminAuth extends Context.Service<AdminAuth, {
 
 const codes: Record<AuthenticationError["_tag"], string> = {
   MissingToken: "unauthorized",
+  InvalidRequest: "invalid_request",
   InvalidToken: "invalid_token",
   InsufficientScope: "insufficient_scope",
   JwksUnavailable: "temporarily_unavailable"
@@ -191,5 +215,8 @@ const fromRejection = (rejection: OAuthRejection): Problem.ApiProblem => {
     const value = rejection.response.headers[name]
     if (value !== undefined) headers[name] = value
   }
-  return Problem.make(rejection.response.status, codes[rejection.error._tag], rejection.error.message, { headers })
+  return Problem.make(rejection.response.status, codes[rejection.error._tag], rejection.error.message, {
+    headers,
+    reason: RefusalReason.ofAuthenticationError(rejection.error)
+  })
 }

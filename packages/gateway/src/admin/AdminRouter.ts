@@ -83,16 +83,18 @@ export class AdminRouter extends Context.Service<AdminRouter, {
             const clientIp = admission.clientAddress(admissionRequest(request))
             const principal = yield* auth.authenticate(request).pipe(
               Effect.tapError((problem) =>
-                problem.status === 401 || problem.status === 403 || problem.status === 429
+                problem.status === 401 || problem.status === 403 || problem.status === 429 ||
+                  (problem.status === 400 && problem.reason !== undefined)
                   ? refusals.refused({
                     surface: "admin",
-                    outcome: problem.status === 401
+                    outcome: problem.status === 401 || problem.status === 400
                       ? "unauthenticated"
                       : problem.status === 403
                       ? "denied"
                       : "rate_limited",
                     status: problem.status,
                     bucket: problem.status === 429 ? "auth_failure" : null,
+                    reason: problem.reason ?? null,
                     clientIp,
                     headers: request.headers
                   })

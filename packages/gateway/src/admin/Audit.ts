@@ -102,6 +102,7 @@ const COLUMNS: ReadonlyArray<keyof ReturnType<typeof present>> = [
   "credentialKind",
   "credentialFingerprint",
   "bucket",
+  "reason",
   "clientIp",
   "repeats",
   "action",

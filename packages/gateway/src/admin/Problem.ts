@@ -47,6 +47,8 @@ export class ApiProblem extends Data.TaggedError("ApiProblem")<{
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** What went wrong inside, for the log of a 5xx only. */
   readonly internal?: unknown
+  /** A refused authentication: why, for its audit record (`auth/RefusalReason.ts`); never sent. */
+  readonly reason?: string | undefined
 }> {}
 
 export const make = (
@@ -57,6 +59,7 @@ export const make = (
     readonly fields?: ReadonlyArray<FieldError> | undefined
     readonly details?: Readonly<Record<string, unknown>> | undefined
     readonly headers?: Readonly<Record<string, string>> | undefined
+    readonly reason?: string | undefined
   } = {}
 ): ApiProblem => new ApiProblem({ status, code, message, ...extra })
 

@@ -5,7 +5,9 @@
  * cached JWKS)")
  *
  * - The credential is `Authorization: Bearer <token>` only (the OAuth
- *   module's reader: never the query string, never a cookie).
+ *   module's reader: never the query string, never a cookie). More than one
+ *   credential is 400 `invalid_request`; `Authorization: DPoP` is 401
+ *   `invalid_token` saying DPoP is not supported (never "no credential").
  * - `jns_…` is a client token: `TokenCache.verify` (cached, purged on every
  *   instance when a token changes). Unknown, expired or revoked: 401
  *   `invalid_token`. A token scoped to virtual servers is expanded against
@@ -25,7 +27,8 @@
  * - The token store failing: 503 with `Retry-After`, never admitted.
  * - Refusal messages are fixed sentences: no token, no part of one, no claim,
  *   no internal error text and no stack. Counted in
- *   `janus.auth.refused{reason}`.
+ *   `janus.auth.refused{reason}`; each refusal carries its detailed reason
+ *   (`RefusalReason`) for the audit record.
  *
  * @since 0.1.0
  */
@@ -48,6 +51,7 @@ import {
   wwwAuthenticate
 } from "../oauth/index.ts"
 import * as AuthHeaders from "./Headers.ts"
+import * as RefusalReason from "./RefusalReason.ts"
 import * as ToolScope from "./ToolScope.ts"
 
 /** What authentication needs. */
@@ -68,7 +72,7 @@ export const refusals = Metric.counter("janus.auth.refused", {
   incremental: true
 })
 
-type Reason = "missing_token" | "invalid_token" | "insufficient_scope" | "unavailable"
+type Reason = "missing_token" | "invalid_request" | "invalid_token" | "insufficient_scope" | "unavailable"
 
 const MISSING = "Authentication required: send Authorization: Bearer <token> with a Janus client token"
 const MISSING_OAUTH = "Authentication required: send Authorization: Bearer <token> with a Janus client token " +
@@ -87,13 +91,16 @@ export const make = (options: AuthenticateOptions): Authenticate => {
   const { config, oauth, tokens } = options
   const counters = {
     missing_token: Metric.withAttributes(refusals, { reason: "missing_token" }),
+    invalid_request: Metric.withAttributes(refusals, { reason: "invalid_request" }),
     invalid_token: Metric.withAttributes(refusals, { reason: "invalid_token" }),
     insufficient_scope: Metric.withAttributes(refusals, { reason: "insufficient_scope" }),
     unavailable: Metric.withAttributes(refusals, { reason: "unavailable" })
   } satisfies Record<Reason, unknown>
 
-  const refuse = (reason: Reason, refusal: AdmissionRefused) =>
-    Effect.andThen(Metric.update(counters[reason], 1), Effect.fail(refusal))
+  const refuse = (reason: Reason, refusal: AdmissionRefused, detail: RefusalReason.RefusalReason) =>
+    Effect.andThen(Metric.update(counters[reason], 1), Effect.fail(
+      new AdmissionRefused({ status: refusal.status, message: refusal.message, headers: refusal.headers, reason: detail })
+    ))
 
   const storeDown = new AdmissionRefused({ status: 503, message: STORE_DOWN, headers: AuthHeaders.unavailable })
 
@@ -129,11 +136,11 @@ export const make = (options: AuthenticateOptions): Authenticate => {
       : error._tag === "JwksUnavailable"
       ? "The access token cannot be checked right now (the issuer's keys are unavailable); retry shortly"
       : error.message
-    return new AdmissionRefused({ status: response.status as 401 | 403 | 503, message, headers })
+    return new AdmissionRefused({ status: response.status as 400 | 401 | 403 | 503, message, headers })
   }
 
   /** 401 `invalid_token` with `message`, in the challenge of the current mode. */
-  const invalid = (message: string, plain: AdmissionRefused, url: string) =>
+  const invalid = (message: string, plain: AdmissionRefused, url: string, detail: RefusalReason.RefusalReason) =>
     refuse(
       "invalid_token",
       Option.isNone(oauth) ? plain : new AdmissionRefused({
@@ -147,13 +154,15 @@ export const make = (options: AuthenticateOptions): Authenticate => {
             errorDescription: message
           })
         }
-      })
+      }),
+      detail
     )
 
   const missing = (url: string) =>
     refuse(
       "missing_token",
-      Option.isNone(oauth) ? plainMissing : oauthRefusal(oauth.value.settings, new MissingToken(), url)
+      Option.isNone(oauth) ? plainMissing : oauthRefusal(oauth.value.settings, new MissingToken(), url),
+      "missing_token"
     )
 
   // Callers per token instance (the token cache hands out the same instance while cached).
@@ -177,7 +186,7 @@ export const make = (options: AuthenticateOptions): Authenticate => {
       Effect.catch((error) =>
         Effect.andThen(
           Effect.logWarning("Admission: the configuration could not be read", error.message),
-          refuse("unavailable", storeDown)
+          refuse("unavailable", storeDown, "store_unavailable")
         )
       )
     )
@@ -188,11 +197,13 @@ export const make = (options: AuthenticateOptions): Authenticate => {
       Effect.catch((error) =>
         Effect.andThen(
           Effect.logWarning("Admission: client tokens could not be checked", error.operation),
-          refuse("unavailable", storeDown)
+          refuse("unavailable", storeDown, "store_unavailable")
         )
       ),
       Effect.flatMap((found) =>
-        Option.isSome(found) ? callerOf(found.value) : invalid(BAD_CLIENT_TOKEN, plainBadClientToken, url)
+        Option.isSome(found)
+          ? callerOf(found.value)
+          : invalid(BAD_CLIENT_TOKEN, plainBadClientToken, url, "unknown_token")
       )
     )
 
@@ -214,7 +225,26 @@ export const make = (options: AuthenticateOptions): Authenticate => {
       if (read.failure._tag === "MissingToken") {
         return options.requireAuth ? missing(url) : Effect.succeed(Caller.anonymous)
       }
-      return invalid(read.failure.message, plainInvalid(read.failure.message), url)
+      if (read.failure._tag === "InvalidRequest") {
+        const message = read.failure.message
+        return refuse(
+          "invalid_request",
+          Option.isNone(oauth)
+            ? new AdmissionRefused({
+              status: 400,
+              message,
+              headers: { "www-authenticate": AuthHeaders.bearerChallenge(options.realm, message, "invalid_request") }
+            })
+            : oauthRefusal(oauth.value.settings, read.failure, url),
+          "multiple_credentials"
+        )
+      }
+      return invalid(
+        read.failure.message,
+        plainInvalid(read.failure.message),
+        url,
+        RefusalReason.ofAuthenticationError(read.failure)
+      )
     }
     const token = read.success
     if (token.startsWith(SecretBox.CLIENT_TOKEN_PREFIX)) return viaClientToken(token, url)
@@ -229,13 +259,14 @@ export const make = (options: AuthenticateOptions): Authenticate => {
               : error._tag === "JwksUnavailable"
               ? "unavailable"
               : "invalid_token",
-            oauthRefusal(settings, error, url)
+            oauthRefusal(settings, error, url),
+            RefusalReason.ofAuthenticationError(error)
           )
         )
       )
     }
     return Option.isNone(oauth)
-      ? refuse("invalid_token", plainUnknownKind)
-      : invalid(UNKNOWN_KIND_OAUTH, plainUnknownKind, url)
+      ? refuse("invalid_token", plainUnknownKind, "wrong_token_kind")
+      : invalid(UNKNOWN_KIND_OAUTH, plainUnknownKind, url, "wrong_token_kind")
   }
 }

@@ -10,7 +10,8 @@
  *   `burst/rate` seconds). When `burst/rate` is not whole, the policy is
  *   `<rate>;w=1;burst=<burst>`. Seconds are whole and at least 1.
  * - 401 without OAuth: `WWW-Authenticate: Bearer realm="<realm>"`, with
- *   `error="invalid_token"` when a token was presented (RFC 6750 §3). With
+ *   `error="invalid_token"` when a token was presented (RFC 6750 §3); 400
+ *   `error="invalid_request"` for more than one credential. With
  *   OAuth the challenge is the OAuth module's (RFC 9728 `resource_metadata`).
  * - 503 (credentials cannot be checked): `Retry-After: 1`.
  * - Values never contain a token or anything read from one.
@@ -45,11 +46,15 @@ export const tooManyRequests = (
 /** Keeps only the characters RFC 6750 §3 allows in a quoted value. */
 const quoted = (value: string): string => `"${value.replace(/[^\x20\x21\x23-\x5B\x5D-\x7E]/g, "")}"`
 
-/** `WWW-Authenticate` of a 401 when OAuth is off. */
-export const bearerChallenge = (realm: string, invalidToken?: string): string =>
-  invalidToken === undefined
+/** `WWW-Authenticate` of a 401 (400 for `invalid_request`) when OAuth is off. */
+export const bearerChallenge = (
+  realm: string,
+  description?: string,
+  error: "invalid_token" | "invalid_request" = "invalid_token"
+): string =>
+  description === undefined
     ? `Bearer realm=${quoted(realm)}`
-    : `Bearer realm=${quoted(realm)}, error="invalid_token", error_description=${quoted(invalidToken)}`
+    : `Bearer realm=${quoted(realm)}, error="${error}", error_description=${quoted(description)}`
 
 /** Headers of a 503 while credentials cannot be checked. */
 export const unavailable: Readonly<Record<string, string>> = { "retry-after": "1" }

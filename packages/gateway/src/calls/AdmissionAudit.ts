@@ -11,9 +11,12 @@
  *   credential: enough to tell one attacker's token from another's, not
  *   enough to give it back (a token is 32 random bytes; the fingerprint is a
  *   truncated one-way hash of it).
+ * - A refused authentication says why in `reason`, one machine-readable word
+ *   (`auth/RefusalReason.ts`: `expired`, `wrong_audience`, `unknown_token`,
+ *   ...); a rate-limit refusal has none (its bucket says it).
  * - Counted exactly, sampled into rows so a flood cannot fill the log: every
  *   refusal adds one to `janus.audit.refusals` (by outcome and bucket). Rows
- *   are sampled per key = (client address, outcome, bucket, surface) and
+ *   are sampled per key = (client address, outcome, bucket, reason, surface) and
  *   window of `window` (60 s): the first refusal of a key in its window
  *   writes a row at once (`repeats: 1`); the others of the window are only
  *   counted, and when the window ends one summary row carries their number
@@ -78,6 +81,8 @@ export interface Refusal {
   readonly outcome: AuditOutcome
   readonly status: number
   readonly bucket: string | null
+  /** Why authentication refused it (`RefusalReason`); null for a limiter's refusal. */
+  readonly reason?: string | null | undefined
   readonly clientIp: string
   readonly headers: Headers.Headers
   /** The caller when authentication had succeeded (a per-identity limit). */
@@ -152,6 +157,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionAuditOptions) {
           credentialKind: credential.kind,
           credentialFingerprint: credential.fingerprint,
           bucket: r.bucket,
+          reason: r.reason ?? null,
           clientIp: r.clientIp,
           action: r.surface,
           repeats: 1
@@ -169,7 +175,7 @@ const make = Effect.fnUntraced(function*(options: AdmissionAuditOptions) {
           if (w.suppressed > 0) writes.push(summary(w))
           return undefined
         }
-        const rest = `${r.outcome}\n${r.bucket ?? ""}\n${r.surface}`
+        const rest = `${r.outcome}\n${r.bucket ?? ""}\n${r.reason ?? ""}\n${r.surface}`
         let key = `${r.clientIp}\n${rest}`
         let w = open(key)
         let sample = entry

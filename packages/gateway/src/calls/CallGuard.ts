@@ -72,7 +72,7 @@ const sizeOf = (value: unknown): number => {
 
 /** The audit outcome of an HTTP-level refusal. */
 const refusalOutcome = (status: AdmissionRefused["status"]) =>
-  status === 401 ? "unauthenticated" as const : status === 403 ? "denied" as const : status === 429
+  status === 401 || status === 400 ? "unauthenticated" as const : status === 403 ? "denied" as const : status === 429
     ? "rate_limited" as const
     : "error" as const
 
@@ -91,6 +91,7 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
           outcome: refusalOutcome(refusal.status),
           status: refusal.status,
           bucket: refusal.bucket ?? null,
+          reason: refusal.reason ?? null,
           clientIp: admission.clientAddress(request),
           headers: request.headers,
           caller: refusal.caller

@@ -83,6 +83,7 @@ const spanned = <A, E, R>(
 
 const refusalReason = (status: AdmissionRefused["status"]): Metrics.RefusalReason => {
   switch (status) {
+    case 400:
     case 401:
       return "unauthenticated"
     case 403:

@@ -206,6 +206,11 @@ export const VARIABLES = {
     Duration.seconds(60),
     "Tolerance for exp, nbf and iat"
   ),
+  OAUTH_MAX_TOKEN_LIFETIME: variable(
+    Settings.duration(Duration.days(365), Duration.minutes(1)),
+    Duration.hours(24),
+    "Longest access token lifetime accepted: exp - iat (exp - now without iat); longer-lived tokens are refused"
+  ),
   OAUTH_JWKS_REFRESH: issuerVariable(
     // not under the on-demand refetch window (OAuthOptions' jwksMinRefreshInterval)
     { parse: Settings.duration(Duration.days(1), Duration.seconds(30)), show: Duration.format, name: "duration" },

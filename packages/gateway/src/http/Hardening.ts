@@ -20,6 +20,10 @@
  *     body `{ error, message }` naming the limit (Node's own 408, 431 and
  *     400 have none): 408 `request_timeout`, 431
  *     `request_header_fields_too_large`, 400 `bad_request`.
+ * - Two `Authorization` headers are kept, joined with `, ` (Node keeps the
+ *   first and drops the others), so authentication sees that there are two
+ *   credentials and refuses the request (400 `invalid_request`) instead of
+ *   silently taking the first (`keepDuplicateCredentials`).
  * - JSON bodies: at most `MAX_JSON_DEPTH` (64) nested arrays/objects,
  *   checked on the text before `JSON.parse`, in one pass without allocation,
  *   so deep payloads never reach a recursive walker (redaction, schema
@@ -73,6 +77,7 @@ export const serverOptions = (limits: Partial<ServerLimits> = {}): Http.ServerOp
 export const createServer = (limits: Partial<ServerLimits> = {}): Http.Server => {
   const server = Http.createServer(serverOptions(limits))
   server.maxHeadersCount = limits.maxHeadersCount ?? DEFAULT_SERVER_LIMITS.maxHeadersCount
+  keepDuplicateCredentials(server)
   const answers = clientErrorAnswers({ ...DEFAULT_SERVER_LIMITS, ...limits })
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // Node's own answer to these has no body; this one says which limit was missed.
@@ -85,6 +90,25 @@ export const createServer = (limits: Partial<ServerLimits> = {}): Http.Server =>
   })
   return server
 }
+
+/**
+ * Makes `server` show every `Authorization` header of a request, joined with
+ * `, ` (as RFC 9110 §5.3 combines field lines), instead of Node's first one
+ * only: runs before any other request listener.
+ */
+export const keepDuplicateCredentials = (server: Http.Server): Http.Server =>
+  server.prependListener("request", (request: Http.IncomingMessage) => {
+    const raw = request.rawHeaders
+    let values: Array<string> | undefined
+    let count = 0
+    for (let i = 0; i < raw.length; i += 2) {
+      if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization") {
+        count++
+        ;(values ??= []).push(raw[i + 1]!)
+      }
+    }
+    if (count > 1) request.headers.authorization = values!.join(", ")
+  })
 
 /** A whole HTTP/1.1 response with a JSON body `{ error, message }`, closing the connection. */
 const rawResponse = (status: string, error: string, message: string): string => {

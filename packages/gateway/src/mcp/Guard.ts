@@ -39,18 +39,20 @@ export const admissionRequest = (request: HttpServerRequest.HttpServerRequest): 
 })
 
 /**
- * An HTTP-level refusal (401 unauthenticated, 403 forbidden, 429 rate limited,
- * 503 shed). `message` is user-visible; `headers` carries e.g.
+ * An HTTP-level refusal (400 more than one credential, 401 unauthenticated,
+ * 403 forbidden, 429 rate limited, 503 shed). `message` is user-visible; `headers` carries e.g.
  * `WWW-Authenticate` or `Retry-After`.
  */
 export class AdmissionRefused extends Data.TaggedError("AdmissionRefused")<{
-  readonly status: 401 | 403 | 429 | 503
+  readonly status: 400 | 401 | 403 | 429 | 503
   readonly message: string
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** A rate limit's refusal: when a token is available again. */
   readonly retryAfterMs?: number | undefined
   /** A rate limit's refusal: which bucket (`ip`, `identity`, `auth_failure`), for the audit record. */
   readonly bucket?: string | undefined
+  /** An authentication's refusal: why, for the audit record (`auth/RefusalReason.ts`). */
+  readonly reason?: string | undefined
   /** Who was refused, when authentication had already succeeded (the per-identity limit). */
   readonly caller?: Caller.Caller | undefined
 }> {}

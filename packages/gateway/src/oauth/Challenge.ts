@@ -7,9 +7,11 @@
  *   carries `WWW-Authenticate: Bearer resource_metadata="<RFC 9728 URL>",
  *   scope="<required scopes>"`, so a client can discover the authorization
  *   server and ask for just the scopes it needs.
- * - No token: 401 without an error code (RFC 6750 §3.1). A token given but
+ * - No token: 401 without an error code (RFC 6750 §3.1). More than one
+ *   credential: 400 with `error="invalid_request"`. A token given but
  *   rejected: 401 with `error="invalid_token"` and a short
- *   `error_description`. Valid token, missing scope: 403 with
+ *   `error_description` (a DPoP or `cnf`-bound token says so: this server
+ *   takes bearer tokens only). Valid token, missing scope: 403 with
  *   `error="insufficient_scope"` and the `scope` needed for step-up (MCP
  *   "Scope Challenge Handling"). Keys unavailable: 503 with `Retry-After`;
  *   the client's token may well be fine, so it is not told to re-authorize.
@@ -74,6 +76,13 @@ export const challengeResponse = (
       return json(401, { error: "unauthorized", error_description: error.message }, {
         resourceMetadataUrl: context.resourceMetadataUrl,
         scopes: context.scopes
+      })
+    case "InvalidRequest":
+      return json(400, { error: "invalid_request", error_description: error.message }, {
+        resourceMetadataUrl: context.resourceMetadataUrl,
+        scopes: context.scopes,
+        error: "invalid_request",
+        errorDescription: error.message
       })
     case "InvalidToken":
       return json(401, { error: "invalid_token", error_description: error.message }, {

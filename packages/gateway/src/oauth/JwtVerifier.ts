@@ -22,8 +22,19 @@
  * - `aud` must equal, or as an array contain, an audience accepted for the
  *   resource the request is for (`Resources.ts`: the resource itself, the
  *   issuer's additional audiences, and for a virtual server its own URL),
- *   compared in canonical form; tokens for other resources are refused,
- *   which is what stops token passthrough into Janus.
+ *   compared exactly as strings (RFC 7519 §4.1.3, StringOrURI): no case
+ *   folding, no trailing slash, fragment or dot segment removed, so
+ *   `…/mcp/`, `HTTP://…` or `…/servers/x/mcp/../../../mcp` are other
+ *   audiences. Tokens for other resources are refused, which is what stops
+ *   token passthrough into Janus.
+ * - A token with a `cnf` claim is bound to a key (DPoP, RFC 9449 `jkt`) or a
+ *   client certificate (RFC 8705 `x5t#S256`): its holder must prove
+ *   possession, which a bearer request cannot, so it is refused as
+ *   `sender_constrained` (RFC 9449 §7.2, RFC 8705 §3) rather than used as a
+ *   bearer token by whoever copied it.
+ * - `exp` may lie at most `maxTokenLifetime` (24 hours) after `iat`, or after
+ *   now when there is no `iat` (plus the clock tolerance): a longer-lived
+ *   token is `lifetime_too_long`.
  * - `exp` is required; `exp`, `nbf` and `iat` are checked against effect's
  *   `Clock` with the issuer's clock tolerance (RFC 7519 §4.1.4-6); `iat` may
  *   not lie in the future beyond it.
@@ -50,7 +61,7 @@ import * as BearerToken from "./BearerToken.ts"
 import { jose } from "./internal/jose.ts"
 import { JwksCache, type JwksSnapshot } from "./JwksCache.ts"
 import { type AuthenticationError, InsufficientScope, InvalidToken, type JwksUnavailable } from "./OAuthErrors.ts"
-import { type AuthorizationServer, canonicalResource, OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
+import { type AuthorizationServer, OAuthConfig, type OAuthSettings } from "./OAuthOptions.ts"
 import { acceptedAudiences } from "./Resources.ts"
 import { advertiseScopes, scopesOf } from "./Scopes.ts"
 
@@ -239,10 +250,27 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
         if (typeof payload.iat === "number" && payload.iat > now / 1000 + skewSeconds) {
           return yield* invalid("issued_in_future", "The token was issued in the future")
         }
+        if (payload.cnf !== undefined) {
+          return yield* invalid(
+            "sender_constrained",
+            "The token is bound to a key or certificate (cnf claim: DPoP or mTLS) and cannot be used as a " +
+              "Bearer token; this server accepts only Bearer tokens without cnf"
+          )
+        }
+        const maxLifetime = Math.floor(Duration.toSeconds(settings.maxTokenLifetime))
+        const lifetime = typeof payload.iat === "number" ? payload.exp! - payload.iat : payload.exp! - now / 1000
+        if (lifetime > maxLifetime + (typeof payload.iat === "number" ? 0 : skewSeconds)) {
+          return yield* invalid(
+            "lifetime_too_long",
+            `The token lives longer than this server accepts: exp may be at most ${
+              Duration.format(settings.maxTokenLifetime)
+            } after iat (or after now without iat)`
+          )
+        }
         const audience = audienceOf(payload)
         if (audience.length === 0) return yield* invalid("missing_claim", "The token has no aud claim")
         const expected = acceptedAudiences(settings, server, requirement?.resource)
-        if (!audience.some((a) => expected.includes(a) || expected.includes(canonicalResource(a)))) {
+        if (!audience.some((a) => expected.includes(a))) {
           return yield* invalid("wrong_audience", "The token was not issued for this resource")
         }
         if (typeof payload.sub !== "string" || payload.sub === "") {

@@ -8,7 +8,8 @@
  *   in logs, in audit records and in a `WWW-Authenticate` `error_description`
  *   (RFC 6750 §3: no quote or backslash).
  * - `MissingToken` maps to 401 without an error code (RFC 6750 §3.1: a request
- *   without credentials gets no error), `InvalidToken` to 401
+ *   without credentials gets no error), `InvalidRequest` (more than one
+ *   credential) to 400 `invalid_request`, `InvalidToken` to 401
  *   `invalid_token`, `InsufficientScope` to 403 `insufficient_scope` (step-up,
  *   MCP authorization "Scope Challenge Handling"), `JwksUnavailable` to 503:
  *   the token may be fine, the keys to check it are not at hand.
@@ -23,6 +24,15 @@ export class MissingToken extends Schema.TaggedError<MissingToken>()("MissingTok
     return "A bearer token is required"
   }
 }
+
+/**
+ * The request's credentials cannot be read as one credential: two
+ * `Authorization` headers, or one carrying several credentials separated by
+ * a comma (RFC 6750 §3.1 `invalid_request`).
+ */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  message: Schema.String
+}) {}
 
 /** What was wrong with a token that was presented. */
 export const InvalidTokenReason = Schema.Literals([
@@ -39,7 +49,13 @@ export const InvalidTokenReason = Schema.Literals([
   "key_mismatch",
   "missing_claim",
   "invalid_claim",
-  "wrong_type"
+  "wrong_type",
+  /** The token is bound to a key or certificate (`cnf`, RFC 9449 / RFC 8705) but came as a bearer token. */
+  "sender_constrained",
+  /** `Authorization: DPoP`: a proof-of-possession scheme this server does not implement. */
+  "unsupported_scheme",
+  /** `exp` lies further after `iat` (or now) than the longest lifetime accepted. */
+  "lifetime_too_long"
 ])
 export type InvalidTokenReason = typeof InvalidTokenReason.Type
 
@@ -70,4 +86,4 @@ export class JwksUnavailable extends Schema.TaggedError<JwksUnavailable>()("Jwks
 }) {}
 
 /** Every way authentication can fail. */
-export type AuthenticationError = MissingToken | InvalidToken | InsufficientScope | JwksUnavailable
+export type AuthenticationError = MissingToken | InvalidRequest | InvalidToken | InsufficientScope | JwksUnavailable

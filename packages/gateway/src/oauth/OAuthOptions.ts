@@ -29,6 +29,14 @@
  * - Plain `http` is accepted for issuers, JWKS URIs and the resource only on a
  *   loopback host (127.0.0.0/8, ::1, localhost), or with `allowInsecureHttp`
  *   (for one issuer, or for all: a cluster-internal authorization server).
+ * - Audiences besides the resource (`audiences`, `additionalAudiences`) are
+ *   kept as written: a token's `aud` must equal one of them exactly.
+ * - `scopes_supported` of `/mcp`'s metadata is the tool scopes only: the
+ *   admin scopes are for `/api/v1`, not something an MCP client should ask
+ *   for.
+ * - `maxTokenLifetime` (24 hours) bounds how long a token may live (`exp`
+ *   after `iat`, or after now without `iat`), so a token minted for years is
+ *   refused rather than trusted until then.
  * - The on-demand JWKS refetch window (`jwksMinRefreshInterval`, 30 s) is
  *   not longer than any issuer's refresh interval.
  *
@@ -124,7 +132,7 @@ export interface OAuthOptions {
   readonly toolScopes?: ReadonlyArray<string> | undefined
   /** Scopes required for the admin API. Default `["janus:admin"]`. */
   readonly adminScopes?: ReadonlyArray<string> | undefined
-  /** `scopes_supported` of the RFC 9728 metadata. Default: tool scopes then admin scopes (advertised form). */
+  /** `scopes_supported` of `/mcp`'s RFC 9728 metadata. Default: the tool scopes (advertised form). */
   readonly scopesSupported?: ReadonlyArray<string> | undefined
   /** Other audiences accepted from every issuer besides `resource`. */
   readonly additionalAudiences?: ReadonlyArray<string> | undefined
@@ -150,6 +158,8 @@ export interface OAuthOptions {
   readonly httpTimeout?: Duration.Input | undefined
   /** Longest token accepted, in characters. Default `DEFAULT_MAX_TOKEN_LENGTH` (16 KiB). */
   readonly maxTokenLength?: number | undefined
+  /** Longest lifetime accepted: `exp - iat` (`exp - now` without `iat`). Default 24 hours. */
+  readonly maxTokenLifetime?: Duration.Input | undefined
   /** When set, the JWT `typ` header must equal it, e.g. `at+jwt` (RFC 9068 §2.1). */
   readonly requiredTokenType?: string | undefined
   /** Accept `http` issuer, JWKS and resource URIs on non-loopback hosts, for every issuer. Default false. */
@@ -170,7 +180,7 @@ export interface AuthorizationServer {
   /** A key-set file (checked at start), re-read on every refresh instead of fetching. */
   readonly jwksFile: string | undefined
   readonly algorithms: ReadonlyArray<SigningAlgorithm>
-  /** Canonical audiences accepted besides the resource: the global ones, then the issuer's. */
+  /** Audiences accepted besides the resource, as configured: the global ones, then the issuer's. */
   readonly audiences: ReadonlyArray<string>
   /** What a token for `/mcp` may carry: the resource, then `audiences`. */
   readonly mcpAudiences: ReadonlyArray<string>
@@ -211,6 +221,7 @@ export interface OAuthSettings {
   readonly jwksMinRefreshInterval: Duration.Duration
   readonly httpTimeout: Duration.Duration
   readonly maxTokenLength: number
+  readonly maxTokenLifetime: Duration.Duration
   readonly requiredTokenType: string | undefined
 }
 
@@ -309,7 +320,7 @@ const checkServer = (
       )
     }
   }
-  const audiences = [...new Set([...defaults.audiences, ...(options.audiences ?? []).map(canonicalResource)])]
+  const audiences = [...new Set([...defaults.audiences, ...(options.audiences ?? [])])]
   for (const audience of options.audiences ?? []) {
     if (audience.trim() === "" || /\s/.test(audience)) {
       problems.push(`${label("audiences")} ${JSON.stringify(audience)}: expected an audience value without spaces`)
@@ -367,7 +378,7 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
       problems
     )
     const httpTimeout = checkDuration("httpTimeout", options.httpTimeout, Duration.seconds(5), problems)
-    const globalAudiences = (options.additionalAudiences ?? []).map(canonicalResource)
+    const globalAudiences = options.additionalAudiences ?? []
     if (Duration.isGreaterThan(jwksMinRefreshInterval, jwksRefreshInterval)) {
       problems.push("jwksMinRefreshInterval: must not exceed jwksRefreshInterval")
     }
@@ -405,7 +416,7 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
     const advertisedToolScopes = advertiseScopes(toolScopes, firstPrefix)
     const advertisedAdminScopes = advertiseScopes(adminScopes, firstPrefix)
     const scopesSupported = options.scopesSupported === undefined
-      ? [...new Set([...advertisedToolScopes, ...advertisedAdminScopes])]
+      ? advertisedToolScopes
       : checkScopes("scopesSupported", options.scopesSupported, problems)
 
     if (options.resourceDocumentation !== undefined) {
@@ -422,6 +433,8 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
         }: expected a media type without spaces, such as at+jwt`
       )
     }
+
+    const maxTokenLifetime = checkDuration("maxTokenLifetime", options.maxTokenLifetime, Duration.hours(24), problems)
 
     if (problems.length > 0) return Effect.fail(new OAuthConfigError({ problems }))
     const list = [...servers.values()]
@@ -446,6 +459,7 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
       jwksMinRefreshInterval,
       httpTimeout,
       maxTokenLength,
+      maxTokenLifetime,
       requiredTokenType: options.requiredTokenType
     })
   })

@@ -15,7 +15,9 @@
  *   from configuration, never from the request's `Host` header, so every
  *   replica answers the same document; an unknown virtual server is 404.
  * - Fields: `resource`, `authorization_servers` (the trusted issuers),
- *   `scopes_supported`, `bearer_methods_supported: ["header"]` (tokens in the
+ *   `scopes_supported` (the tool scopes: the admin scopes belong to the admin
+ *   API, which no MCP client should be led to ask for),
+ *   `bearer_methods_supported: ["header"]` (tokens in the
  *   query or body are not accepted), and `resource_name` /
  *   `resource_documentation` when configured.
  * - Public, cacheable, and readable cross-origin (browser-based MCP clients),

@@ -20,6 +20,9 @@
  *   opens every tool). A token for one virtual server is accepted on no other
  *   resource, so a client that got it for one server cannot replay it at
  *   another (RFC 8707 §1, RFC 9068 §4).
+ * - Audiences are compared as the exact strings listed here (RFC 7519
+ *   §4.1.3): the resource as the metadata advertises it, the configured
+ *   audiences as written; never after URL canonicalisation.
  *
  * @since 0.1.0
  */

@@ -29,6 +29,7 @@ export const options = (config: JanusSettings): OAuthOptions => {
     maxTokenLength: config.OAUTH_MAX_TOKEN_LENGTH,
     resourceName: Option.getOrUndefined(config.OAUTH_RESOURCE_NAME),
     resourceDocumentation: Option.getOrUndefined(config.OAUTH_RESOURCE_DOCUMENTATION),
+    maxTokenLifetime: config.OAUTH_MAX_TOKEN_LIFETIME,
     authorizationServers: config.OAUTH_ISSUERS.map((issuer) => ({
       issuer,
       jwksUri: config.OAUTH_JWKS_URL.for(issuer),

@@ -61,6 +61,7 @@ export { JwtVerifier, type OAuthIdentity, type TokenRequirement } from "./JwtVer
 export {
   type AuthenticationError,
   InsufficientScope,
+  InvalidRequest,
   InvalidToken,
   InvalidTokenReason,
   JwksUnavailable,

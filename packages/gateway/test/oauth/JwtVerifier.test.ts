@@ -111,11 +111,11 @@ describe("JwtVerifier: valid tokens", () => {
       assert.deepStrictEqual(identity.audience, ["https://other.example.com", RESOURCE])
     }))
 
-  it.effect("compares audiences in canonical form (host case, trailing slash)", () =>
+  it.effect("accepts an audience from OAUTH_AUDIENCES exactly as configured", () =>
     Effect.gen(function*() {
-      const { server, verifier } = yield* setup()
-      const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://JANUS.example.com:443/mcp/" }))
-      yield* verifier.verify(token)
+      const { server, verifier } = yield* setup({ additionalAudiences: ["https://janus-api/"] })
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://janus-api/" })))
+      yield* rejected(verifier, yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://janus-api" })), "wrong_audience")
     }))
 
   it.effect("accepts a token expired by less than the clock skew", () =>
@@ -245,6 +245,76 @@ describe("JwtVerifier: claims", () => {
       const { server, verifier } = yield* setup()
       const token = yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://other-api.example.com" }))
       yield* rejected(verifier, token, "wrong_audience")
+    }))
+
+  // RFC 7519 §4.1.3: StringOrURI values compare as strings, never after URL canonicalisation
+  it.effect.each([
+    "https://janus.example.com/mcp/",
+    "HTTPS://janus.example.com/mcp",
+    "https://JANUS.example.com/mcp",
+    "https://janus.example.com:443/mcp",
+    "https://janus.example.com/mcp#x",
+    "https://janus.example.com/mcp?",
+    "https://janus.example.com/mcp/../mcp",
+    "https://janus.example.com/servers/vs1/mcp/../../../mcp",
+    "https://janus.example.com/%6Dcp"
+  ])("refuses the audience %s for /mcp: audiences compare exactly", (aud) =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      yield* rejected(verifier, yield* sign(rsa.RS256!, claims(server, NOW, { aud })), "wrong_audience")
+      yield* rejected(verifier, yield* sign(rsa.RS256!, claims(server, NOW, { aud: [aud] })), "wrong_audience")
+    }))
+
+  it.effect("refuses a sender-constrained token (cnf: DPoP jkt or mTLS x5t#S256) presented as a bearer token", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      for (const cnf of [{ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" }, { "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2" }]) {
+        const error = yield* rejected(verifier, yield* sign(rsa.RS256!, claims(server, NOW, { cnf })), "sender_constrained")
+        assert.include(error.message, "cnf")
+        assert.include(error.message, "Bearer")
+      }
+    }))
+
+  it.effect("refuses a token that lives longer than the maximum lifetime (24 h by default)", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup()
+      const century = NOW + 100 * 365 * 86_400
+      const error = yield* rejected(
+        verifier,
+        yield* sign(rsa.RS256!, claims(server, NOW, { exp: century })),
+        "lifetime_too_long"
+      )
+      assert.include(error.message, "lives longer")
+      // without iat the lifetime counts from now
+      yield* rejected(
+        verifier,
+        yield* sign(rsa.RS256!, claims(server, NOW, { iat: undefined, exp: century })),
+        "lifetime_too_long"
+      )
+      // exactly 24 h is accepted; a second more is not
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW, { exp: NOW + 86_400 })))
+      yield* rejected(
+        verifier,
+        yield* sign(rsa.RS256!, claims(server, NOW, { exp: NOW + 86_401 })),
+        "lifetime_too_long"
+      )
+      // a token issued an hour ago for 24 h and an hour is too long-lived too
+      yield* rejected(
+        verifier,
+        yield* sign(rsa.RS256!, claims(server, NOW, { iat: NOW - 3_600, exp: NOW + 86_400 })),
+        "lifetime_too_long"
+      )
+    }))
+
+  it.effect("takes the maximum lifetime from maxTokenLifetime", () =>
+    Effect.gen(function*() {
+      const { server, verifier } = yield* setup({ maxTokenLifetime: "1 hour" })
+      yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW, { exp: NOW + 3_600 })))
+      yield* rejected(
+        verifier,
+        yield* sign(rsa.RS256!, claims(server, NOW, { exp: NOW + 3_601 })),
+        "lifetime_too_long"
+      )
     }))
 
   it.effect("refuses an audience array without the resource", () =>

@@ -30,7 +30,9 @@ describe("OAuthOptions", () => {
       assert.strictEqual(settings.resourcePath, "/mcp")
       assert.deepStrictEqual(settings.toolScopes, ["mcp:tools"])
       assert.deepStrictEqual(settings.adminScopes, ["janus:admin"])
-      assert.deepStrictEqual(settings.scopesSupported, ["mcp:tools", "janus:admin"])
+      // /mcp's metadata names the tool scopes only: the admin scope is not for MCP clients
+      assert.deepStrictEqual(settings.scopesSupported, ["mcp:tools"])
+      assert.isTrue(Duration.equals(settings.maxTokenLifetime, Duration.hours(24)))
       assert.deepStrictEqual(settings.algorithms, DEFAULT_ALGORITHMS)
       const server = settings.authorizationServers.get("https://auth.example.com")!
       assert.isTrue(Duration.equals(server.clockSkew, Duration.seconds(60)))
@@ -206,9 +208,10 @@ describe("OAuthOptions", () => {
         ]
       })
       const [plain, keycloak] = [...settings.authorizationServers.values()]
-      assert.deepStrictEqual(plain!.audiences, ["https://every.example.com"])
+      // audiences are kept as written: a token's aud is compared with them exactly
+      assert.deepStrictEqual(plain!.audiences, ["https://every.example.com/"])
       assert.isTrue(Duration.equals(plain!.clockSkew, Duration.minutes(2)))
-      assert.deepStrictEqual(keycloak!.audiences, ["https://every.example.com", "janus-mcp"])
+      assert.deepStrictEqual(keycloak!.audiences, ["https://every.example.com/", "janus-mcp"])
       assert.deepStrictEqual(keycloak!.scopeClaims, ["scope", "realm_access.roles"])
       assert.strictEqual(keycloak!.scopePrefix, "janus/")
       assert.isTrue(Duration.equals(keycloak!.clockSkew, Duration.seconds(5)))

@@ -57,7 +57,7 @@ describe("RFC 9728 protected resource metadata", () => {
       assert.deepStrictEqual(response.json, {
         resource: RESOURCE,
         authorization_servers: [server.issuer],
-        scopes_supported: ["mcp:tools", "janus:admin"],
+        scopes_supported: ["mcp:tools"],
         bearer_methods_supported: ["header"],
         resource_name: "Janus"
       })
@@ -85,7 +85,7 @@ describe("RFC 9728 protected resource metadata", () => {
       assert.deepStrictEqual(response.json, {
         resource: `${ORIGIN}/servers/crm/mcp`,
         authorization_servers: [server.issuer],
-        scopes_supported: ["mcp:tools", "janus:admin"],
+        scopes_supported: ["mcp:tools"],
         bearer_methods_supported: ["header"],
         resource_name: "Janus"
       })
@@ -122,7 +122,8 @@ describe("RFC 9728 protected resource metadata", () => {
       })
       const response = yield* get("/.well-known/oauth-protected-resource/mcp")
       assert.deepStrictEqual(response.json.authorization_servers, [`${server.origin}/72f988bf/v2.0`, server.issuer])
-      assert.deepStrictEqual(response.json.scopes_supported, ["api://janus/mcp.tools", "api://janus/janus.admin"])
+      // the admin scope is not advertised for /mcp: it belongs to the admin API
+      assert.deepStrictEqual(response.json.scopes_supported, ["api://janus/mcp.tools"])
       const challenge = yield* get("/mcp", { method: "POST" })
       assert.include(challenge.headers.get("www-authenticate")!, `scope="api://janus/mcp.tools"`)
     }))

@@ -10,9 +10,11 @@
  * that recovery takes a second of real time.
  */
 import { assert, layer } from "@effect/vitest"
-import { ClientTokens } from "@janus/storage"
+import { AuditLog, ClientTokens } from "@janus/storage"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient, HttpServer } from "effect/http"
+import { createHash } from "node:crypto"
+import * as Http from "node:http"
 import { load } from "../../src/config/JanusConfig.ts"
 import { OAuthLayer } from "../../src/oauth/index.ts"
 import * as OAuthVariables from "../../src/oauth/Variables.ts"
@@ -48,7 +50,13 @@ const TestLayer = Layer.unwrap(Effect.gen(function*() {
     OAUTH_JWKS_URL: server.jwksUri
   })
   return Layer.effectDiscard(Downstream.seedPets({ tools: ["get_pet"], virtualServers: [["crm", ["get_pet"]]] })).pipe(
-    Layer.provideMerge(GatewayTesting.layer({ config: { JANUS_ALLOW_ANONYMOUS: false }, extra: oauth })),
+    Layer.provideMerge(
+      GatewayTesting.layer({
+        // X-Forwarded-For from loopback: the audit test gives each case a client address of its own
+        config: { JANUS_ALLOW_ANONYMOUS: false, JANUS_TRUSTED_PROXIES: ["127.0.0.1"] },
+        extra: oauth
+      })
+    ),
     Layer.provideMerge(Downstream.layer)
   )
 })).pipe(Layer.provideMerge(Layer.effect(TestAuthServer, authServer())))
@@ -65,6 +73,45 @@ const list = (path: string, token?: string) =>
         (reply) => ({ ...reply, text: reply.text + JSON.stringify(reply.events) })
       )
   )
+
+/** A 2026-07-28 tools/list on `path` with exactly `headers` (e.g. another Authorization scheme). */
+const listWith = (path: string, headers: Record<string, string>) =>
+  Effect.flatMap(
+    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base).href)),
+    (url) => stateless(url, "tools/list", {}, headers)
+  )
+
+/**
+ * A request through node:http, which sends each value of an array as its own
+ * header line (fetch would join them): two `Authorization` headers.
+ */
+const rawRequest = (method: string, path: string, headers: Record<string, string | Array<string>>, body?: string) =>
+  Effect.flatMap(
+    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base))),
+    (url) =>
+      Effect.promise(() =>
+        new Promise<{ status: number; headers: Http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+          const request = Http.request(url, { method, headers, agent: false }, (response) => {
+            let text = ""
+            response.setEncoding("utf8")
+            response.on("data", (chunk) => (text += chunk))
+            response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, text }))
+          })
+          request.on("error", reject)
+          request.end(body)
+        })
+      )
+  )
+
+/** The audit rows of refused authentications whose credential is `token`. */
+const refusedRows = (token: string) =>
+  Effect.gen(function*() {
+    const log = yield* AuditLog
+    yield* log.flush
+    const fingerprint = createHash("sha256").update(token).digest("hex").slice(0, 16)
+    const page = yield* log.query({ kind: "auth", limit: 500 })
+    return page.items.filter((r) => r.credentialFingerprint === fingerprint)
+  })
 
 const getJson = (path: string) =>
   Effect.gen(function*() {
@@ -122,7 +169,8 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
         assert.deepStrictEqual(found.json, {
           resource: RESOURCE,
           authorization_servers: [server.issuer],
-          scopes_supported: ["mcp:tools", "janus:admin"],
+          // the admin scope is the admin API's, not something to offer MCP clients
+          scopes_supported: ["mcp:tools"],
           bearer_methods_supported: ["header"]
         })
       }
@@ -180,5 +228,42 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
       server.status.delete("/jwks")
       yield* sleep(1_100)
       assert.strictEqual((yield* list("/mcp", token)).status, 200)
+    }))
+
+  it.effect("a cnf-bound token is refused as a bearer token; Authorization: DPoP says DPoP is not supported", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      for (const cnf of [{ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" }, { "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsX" }]) {
+        const bound = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, cnf }))
+        const refused = yield* list("/mcp", bound)
+        assert.strictEqual(refused.status, 401, JSON.stringify(cnf))
+        const challenge = refused.headers.get("www-authenticate")!
+        assert.include(challenge, `error="invalid_token"`)
+        assert.include(challenge, "cnf")
+        assert.notInclude(refused.text, bound)
+        // the proof-of-possession scheme is a credential too, not "no credential"
+        const dpop = yield* listWith("/mcp", { authorization: `DPoP ${bound}`, dpop: "eyJ0eXAiOiJkcG9wK2p3dCJ9.e30.x" })
+        assert.strictEqual(dpop.status, 401)
+        const dpopChallenge = dpop.headers.get("www-authenticate")!
+        assert.include(dpopChallenge, `error="invalid_token"`)
+        assert.include(dpopChallenge, "DPoP-bound tokens are not supported")
+        assert.include(dpop.text, "DPoP-bound tokens are not supported")
+      }
+      // the same token without cnf is fine
+      assert.strictEqual((yield* list("/mcp", yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE })))).status, 200)
+    }))
+
+  it.effect("a token for a century, or for /mcp/ or HTTP://..., is refused on /mcp", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      const century = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, exp: now() + 100 * 365 * 86_400 }))
+      const old = yield* list("/mcp", century)
+      assert.strictEqual(old.status, 401)
+      assert.include(old.headers.get("www-authenticate")!, "lives longer than this server accepts")
+      for (const aud of [`${RESOURCE}/`, "HTTP://janus.example.com/mcp", `${RESOURCE}#x`, `${RESOURCE}/../mcp`]) {
+        const refused = yield* list("/mcp", yield* sign(rsa.RS256!, claims(server, now(), { aud })))
+        assert.strictEqual(refused.status, 401, aud)
+        assert.include(refused.headers.get("www-authenticate")!, "The token was not issued for this resource")
+      }
     }))
 })
