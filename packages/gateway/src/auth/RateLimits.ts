@@ -49,8 +49,8 @@
  * @since 0.1.0
  */
 import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schedule, Schema, type Scope } from "effect"
-import { randomUUID } from "node:crypto"
 import { RateLimiter, Redis as EffectRedis } from "effect/persistence"
+import { randomUUID } from "node:crypto"
 import { VARIABLES } from "../config/JanusConfig.ts"
 import { limiterFallback, limiterRefused } from "../observability/Metrics.ts"
 import * as Redis from "../redis/Redis.ts"
@@ -391,7 +391,13 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     const inMemoryFallback = (state: TierState, key: string, tokens: 0 | 1) =>
       Effect.andThen(
         Metric.update(state.fallback, 1),
-        decide(state, state.memory, key, tokens, Math.max(1, Math.floor(state.policy.burst / replicas))) as Effect.Effect<
+        decide(
+          state,
+          state.memory,
+          key,
+          tokens,
+          Math.max(1, Math.floor(state.policy.burst / replicas))
+        ) as Effect.Effect<
           void,
           RateLimited
         >

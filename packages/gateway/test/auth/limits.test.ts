@@ -118,14 +118,12 @@ describe("Admission limits (memory store)", () => {
       Effect.gen(function*() {
         const admit = yield* admission()
         const before = yield* count(refusedFailures)
-        let checked = 0
         const attempt = (ip: string, outcome: "fails" | "succeeds") =>
           admit.admitAuthentication(
             request({ ip }),
-            Effect.suspend(() => {
-              checked++
-              return outcome === "fails" ? Effect.fail("invalid_token" as const) : Effect.succeed("admin" as const)
-            }),
+            Effect.suspend(() =>
+              outcome === "fails" ? Effect.fail("invalid_token" as const) : Effect.succeed("admin" as const)
+            ),
             (error) => error === "invalid_token"
           )
         const ip = "198.51.100.50"

@@ -81,37 +81,43 @@ describe("the default concurrency cap", () => {
 
 describe("the share of one identity", () => {
   layer(gateway({ MCP_MAX_CONCURRENT_CALLS: 4 }), { timeout: 60_000, excludeTestServices: true })("", (it) => {
-    it.effect("one token holds at most half the cap (2 of 4): another token's call is still admitted", () =>
-      Effect.gen(function*() {
-        const url = (yield* mcpUrl).href
-        const downstream = yield* Downstream.Downstream
-        const tokens = yield* ClientTokens
-        const hog = Redacted.value((yield* tokens.create({ name: "hog" })).plaintext)
-        const victim = Redacted.value((yield* tokens.create({ name: "victim" })).plaintext)
-        const before = downstream.hits.get("GET /slow") ?? 0
-        const abort = new AbortController()
-        const held = Array.from({ length: 2 }, () => slowCall(url, 60_000, { token: hog, signal: abort.signal }))
-        yield* waitForActive(2)
-        // the hog's third and fourth calls are shed, though two of the four permits are free
-        const more = yield* Effect.promise(() =>
-          Promise.all([1, 2].map(() => post(url, "tools/call", { name: "slow", arguments: { ms: 1 } }, { token: hog })))
-        )
-        assert.deepStrictEqual(more.map(reasonOf), ["shed", "shed"])
-        assert.include(JSON.stringify(more[0]!.body.error), "this identity already holds 2 concurrent calls")
-        // the victim is served while the hog holds its share
-        const served = yield* Effect.promise(() =>
-          post(url, "tools/call", { name: "slow", arguments: { ms: 1 } }, { token: victim })
-        )
-        assert.deepStrictEqual(served.body.result?.structuredContent, { slow: true })
-        assert.strictEqual((downstream.hits.get("GET /slow") ?? 0) - before, 3)
-        abort.abort()
-        yield* Effect.promise(() => Promise.all(held))
-        for (let i = 0; i < 500 && (yield* active) > 0; i++) yield* Effect.sleep("20 millis")
-        // the hog's permits come back when its calls end
-        const again = yield* Effect.promise(() =>
-          post(url, "tools/call", { name: "slow", arguments: { ms: 1 } }, { token: hog })
-        )
-        assert.deepStrictEqual(again.body.result?.structuredContent, { slow: true })
-      }), 60_000)
+    it.effect(
+      "one token holds at most half the cap (2 of 4): another token's call is still admitted",
+      () =>
+        Effect.gen(function*() {
+          const url = (yield* mcpUrl).href
+          const downstream = yield* Downstream.Downstream
+          const tokens = yield* ClientTokens
+          const hog = Redacted.value((yield* tokens.create({ name: "hog" })).plaintext)
+          const victim = Redacted.value((yield* tokens.create({ name: "victim" })).plaintext)
+          const before = downstream.hits.get("GET /slow") ?? 0
+          const abort = new AbortController()
+          const held = Array.from({ length: 2 }, () => slowCall(url, 60_000, { token: hog, signal: abort.signal }))
+          yield* waitForActive(2)
+          // the hog's third and fourth calls are shed, though two of the four permits are free
+          const more = yield* Effect.promise(() =>
+            Promise.all(
+              [1, 2].map(() => post(url, "tools/call", { name: "slow", arguments: { ms: 1 } }, { token: hog }))
+            )
+          )
+          assert.deepStrictEqual(more.map(reasonOf), ["shed", "shed"])
+          assert.include(JSON.stringify(more[0]!.body.error), "this identity already holds 2 concurrent calls")
+          // the victim is served while the hog holds its share
+          const served = yield* Effect.promise(() =>
+            post(url, "tools/call", { name: "slow", arguments: { ms: 1 } }, { token: victim })
+          )
+          assert.deepStrictEqual(served.body.result?.structuredContent, { slow: true })
+          assert.strictEqual((downstream.hits.get("GET /slow") ?? 0) - before, 3)
+          abort.abort()
+          yield* Effect.promise(() => Promise.all(held))
+          for (let i = 0; i < 500 && (yield* active) > 0; i++) yield* Effect.sleep("20 millis")
+          // the hog's permits come back when its calls end
+          const again = yield* Effect.promise(() =>
+            post(url, "tools/call", { name: "slow", arguments: { ms: 1 } }, { token: hog })
+          )
+          assert.deepStrictEqual(again.body.result?.structuredContent, { slow: true })
+        }),
+      60_000
+    )
   })
 })
