@@ -135,7 +135,7 @@ describe.skipIf(!redis)("Admission limits on Redis", () => {
         for (let i = 0; i < 10; i++) assert.strictEqual(yield* Effect.flip(fail(i)), "invalid_token")
         for (const instance of [a, b]) {
           const refused = yield* Effect.flip(
-            instance.admitAuthentication(request({ ip }), Effect.fail("invalid_token"), () => true)
+            instance.admitAuthentication(request({ ip }), Effect.fail("invalid_token" as const), () => true)
           )
           assert.notStrictEqual(refused, "invalid_token")
           if (refused !== "invalid_token") assert.strictEqual(refused.status, 429)
