@@ -28,9 +28,11 @@
  * - Rate limits (`Admission.admitAuthentication`): the per-IP bucket of the
  *   MCP endpoint applies here too, then the failed-authentication bucket of
  *   the address: each unknown, revoked or malformed credential draws on it,
- *   and while it is empty every request from the address is 429 (with
- *   `Retry-After`) before its credential is looked at. A request without
- *   credentials (Studio before sign-in) draws nothing from it.
+ *   and while it is empty every such credential from the address is 429
+ *   (with `Retry-After`). A valid credential is accepted whatever the bucket
+ *   holds (it is checked first), so bad tokens from an address never lock
+ *   out the valid admin token there. A request without credentials (Studio
+ *   before sign-in) draws nothing from it.
  *
  * @since 0.1.0
  */

@@ -23,10 +23,14 @@
  *   `Retry-After`.
  * - `admitAuthentication`: the same pre-auth tier for another surface that
  *   authenticates its own way (the admin API): the per-IP bucket, then the
- *   failed-authentication bucket of the address (`auth_failure`, 30 a
- *   minute, burst 10): while it is empty the request is refused before its
- *   credential is looked at, and each failure draws one token (the failure
- *   that empties it is answered 429 too).
+ *   credential, then, for a failed one only, the failed-authentication bucket
+ *   of the address (`auth_failure`, 30 a minute, burst 10): each failure
+ *   draws one token, and while it is empty every failure is 429. A valid credential is admitted
+ *   whatever the bucket holds: bad tokens sent from an address (a neighbour
+ *   behind the same NAT, an attacker spoofing nothing more than the
+ *   address) never lock the valid admin out. Checking a credential is a hash
+ *   lookup, bounded by the per-IP tier; guessing a 256-bit token is not
+ *   made easier by being answered.
  * - `authorize` (inside the guard, before the concurrency permit) and
  *   `canSee` (tools/list) apply `ToolScope`: `denied` outside the scope.
  * - `requireAuth` (default true): a request without credentials is refused.
@@ -187,15 +191,21 @@ const make = Effect.fnUntraced(function*(options: AdmissionOptions) {
     failed: (error: E) => boolean
   ): Effect.Effect<A, E | AdmissionRefused, R> => {
     const address = clientIp.bucket(request.headers, request.remoteAddress)
-    // a failure that empties the bucket is answered 429 too: a burst in parallel gets `burst` answers
-    const charged = Effect.tapError(
+    // The credential is checked first (a hash lookup, or a JWT signature): a valid one is admitted whatever the
+    // failure bucket holds, so failures sent from an address never lock its valid credentials out. Only a failure
+    // meets the bucket: refused while it is empty, else it draws one token.
+    const charged = Effect.catch(
       authenticated,
       (error) =>
-        failed(error) ? Effect.mapError(limits.consume("auth_failure", address), (e) => failureRefusal(e)) : Effect.void
+        failed(error)
+          ? limits.consume("auth_failure", address).pipe(
+            Effect.mapError((e) => failureRefusal(e)),
+            Effect.andThen(Effect.fail(error))
+          )
+          : Effect.fail(error)
     )
     return limits.consume("ip", address).pipe(
       Effect.mapError((e) => ipRefusal(e)),
-      Effect.andThen(Effect.mapError(limits.peek("auth_failure", address), (e) => failureRefusal(e))),
       Effect.andThen(charged)
     )
   }

@@ -24,13 +24,18 @@
  *   the same as no bucket and is dropped, and at most `MAX_MEMORY_KEYS` keys
  *   are kept, so addresses chosen by an attacker cannot grow memory without
  *   bound (effect's `layerStoreMemory` never forgets a key).
- * - Redis down: fail open to the per-instance memory store, with the same
- *   limits. A Redis outage then weakens the limit to N instances x the limit,
- *   still bounded, instead of turning an optional component into an outage of
- *   the MCP endpoint. A command that fails (the client is offline: commands
- *   are never queued while disconnected) or does not answer within `timeout`
- *   (default 50 ms) switches to memory for `retryAfter` (default 1 s), then
- *   the next request probes Redis again. Each switch is logged once (warning
+ * - Redis down or slow: fail open to the per-instance memory store, but with
+ *   this instance's fair share of each limit only: rate and burst divided by
+ *   the replicas known to share the store (at least one token), so the
+ *   instances together still admit about one global bucket instead of
+ *   N x the limit, and an optional component never becomes an outage of the
+ *   MCP endpoint. Replicas are known through Redis itself: each instance
+ *   writes a heartbeat (`instances` sorted set, every `HEARTBEAT_EVERY`) and
+ *   counts the ones seen within `REPLICA_TTL`; before the first count it
+ *   assumes it is alone. A command that fails (the client is offline:
+ *   commands are never queued while disconnected) or does not answer within
+ *   `timeout` (default `DEFAULT_REDIS_TIMEOUT`, 250 ms) switches to memory
+ *   for `retryAfter` (default 1 s), then the next request probes Redis again. Each switch is logged once (warning
  *   down, info back); every decision taken in memory while Redis is
  *   configured counts in `janus.limiter.fallback{tier}`.
  * - Start-up never fails or hangs on Redis: the layer waits up to
@@ -43,8 +48,9 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schema, type Scope } from "effect"
-import { RateLimiter } from "effect/persistence"
+import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schedule, Schema, type Scope } from "effect"
+import { RateLimiter, Redis as EffectRedis } from "effect/persistence"
+import { randomUUID } from "node:crypto"
 import { VARIABLES } from "../config/JanusConfig.ts"
 import { limiterFallback, limiterRefused } from "../observability/Metrics.ts"
 import * as Redis from "../redis/Redis.ts"
@@ -82,6 +88,22 @@ export type Tier = "ip" | "identity" | "auth_failure"
 
 const TIERS: ReadonlyArray<Tier> = ["ip", "identity", "auth_failure"]
 
+/**
+ * How long one Redis decision may take by default. A decision is one
+ * `EVALSHA` round trip, well under a millisecond on an idle loopback, but
+ * under load it waits behind the instance's own event loop and every other
+ * command of the connection: at 50 ms a busy instance gave up on answers
+ * Redis was about to give and decided alone for a second. 250 ms (the circuit
+ * breakers' store waits as long) is still far below any client's timeout.
+ */
+export const DEFAULT_REDIS_TIMEOUT = Duration.millis(250)
+
+/** How often an instance tells the shared store it is alive (its fair share of a fallback depends on the count). */
+export const HEARTBEAT_EVERY = Duration.seconds(5)
+
+/** A replica whose heartbeat is older than this is no longer counted: three missed heartbeats. */
+export const REPLICA_TTL = Duration.seconds(15)
+
 /** Keys kept by the memory store at most (the least recently created are dropped first). */
 export const MAX_MEMORY_KEYS = 100_000
 
@@ -91,7 +113,7 @@ export interface RedisLimitOptions {
   readonly url: Redacted.Redacted<string> | string
   /** Key prefix (default `janus:ratelimit:`); the tiers add `ip:` / `id:` / `fail:`. */
   readonly prefix?: string | undefined
-  /** How long one Redis decision may take before the memory store decides (default 50 ms). */
+  /** How long one Redis decision may take before the memory store decides (default `DEFAULT_REDIS_TIMEOUT`). */
   readonly timeout?: Duration.Input | undefined
   /** How long to stay on memory after a Redis failure before probing again (default 1 s). */
   readonly retryAfter?: Duration.Input | undefined
@@ -136,6 +158,8 @@ export interface Limits {
   readonly policy: (tier: Tier) => RatePolicy
   /** Where decisions are taken now. */
   readonly backend: Effect.Effect<LimiterBackend>
+  /** The replicas known to share the Redis store (1 until counted, or without Redis). */
+  readonly replicas: Effect.Effect<number>
 }
 
 const validate = (tier: Tier, policy: RatePolicy): InvalidLimits | undefined => {
@@ -233,7 +257,10 @@ export const makeMemoryStore = (maxKeys = MAX_MEMORY_KEYS): Effect.Effect<Memory
 const connectRedis = (
   options: RedisLimitOptions,
   scope: Scope.Scope
-): Effect.Effect<readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter, RateLimiter.RateLimiter], unknown> =>
+): Effect.Effect<
+  readonly [RateLimiter.RateLimiter, RateLimiter.RateLimiter, RateLimiter.RateLimiter, EffectRedis.Redis["Service"]],
+  unknown
+> =>
   Redis.withConnection(
     options.url,
     scope,
@@ -243,7 +270,12 @@ const connectRedis = (
         RateLimiter.makeStoreRedis({ prefix: `${prefix}${tierPrefix}` }).pipe(
           Effect.flatMap((store) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store))
         )
-      return [yield* limiterFor("ip:"), yield* limiterFor("id:"), yield* limiterFor("fail:")] as const
+      return [
+        yield* limiterFor("ip:"),
+        yield* limiterFor("id:"),
+        yield* limiterFor("fail:"),
+        yield* EffectRedis.Redis
+      ] as const
     })
   )
 
@@ -294,7 +326,7 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     const stateOf = (tier: Tier): TierState => tier === "ip" ? ip : tier === "identity" ? identity : authFailure
 
     const redisOptions = options.redis
-    const timeout = Duration.fromInputUnsafe(redisOptions?.timeout ?? "50 millis")
+    const timeout = Duration.fromInputUnsafe(redisOptions?.timeout ?? DEFAULT_REDIS_TIMEOUT)
     const retryAfterMs = Duration.toMillis(Duration.fromInputUnsafe(redisOptions?.retryAfter ?? "1 second"))
     /** Redis is skipped until this time (epoch ms) after a failure. */
     let downUntil = 0
@@ -322,14 +354,19 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
         Effect.fail(new RateLimited({ tier: state.tier, retryAfterMs: Duration.toMillis(retryAfter) }))
       )
 
-    /** Takes `tokens` (1, or 0 to look: refused when not even one is left). */
+    /** Replicas known to share the Redis store (see the Rules): a fallback decides with 1/replicas of each limit. */
+    let replicas = 1
+
+    /** Takes `tokens` (1, or 0 to look: refused when not even one is left) from a bucket of `burst`. */
     const decide = (
       state: TierState,
       limiter: RateLimiter.RateLimiter,
       key: string,
-      tokens: 0 | 1
+      tokens: 0 | 1,
+      burst = state.policy.burst
     ): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
-      limiter.consume({ algorithm: "token-bucket", limit: state.policy.burst, window: state.window, key, tokens })
+      // the window (burst / rate) is the same for a share: both are divided by the replicas
+      limiter.consume({ algorithm: "token-bucket", limit: burst, window: state.window, key, tokens })
         .pipe(
           Effect.matchEffect({
             onFailure: (error): Effect.Effect<void, RateLimited | RateLimiter.RateLimitStoreError> =>
@@ -339,8 +376,8 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
             onSuccess: (result) => {
               if (tokens === 1 || result.remaining >= 1) return Effect.void
               // empty: the next token comes one refill before a full bucket would be reset
-              const refillMillis = Duration.toMillis(state.window) / state.policy.burst
-              const nextMillis = Duration.toMillis(result.resetAfter) - (state.policy.burst - 1) * refillMillis
+              const refillMillis = Duration.toMillis(state.window) / burst
+              const nextMillis = Duration.toMillis(result.resetAfter) - (burst - 1) * refillMillis
               return refuse(state, Duration.millis(Math.max(1, Math.ceil(nextMillis))))
             }
           })
@@ -350,8 +387,21 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     const inMemory = (state: TierState, key: string, tokens: 0 | 1) =>
       decide(state, state.memory, key, tokens) as Effect.Effect<void, RateLimited>
 
+    /** This instance's share of the global bucket, while Redis does not decide. */
     const inMemoryFallback = (state: TierState, key: string, tokens: 0 | 1) =>
-      Effect.andThen(Metric.update(state.fallback, 1), inMemory(state, key, tokens))
+      Effect.andThen(
+        Metric.update(state.fallback, 1),
+        decide(
+          state,
+          state.memory,
+          key,
+          tokens,
+          Math.max(1, Math.floor(state.policy.burst / replicas))
+        ) as Effect.Effect<
+          void,
+          RateLimited
+        >
+      )
 
     const consumeIn = (state: TierState, key: string, tokens: 0 | 1): Effect.Effect<void, RateLimited> => {
       const redis = state.redis
@@ -382,14 +432,19 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     if (redisOptions !== undefined) {
       const scope = yield* Effect.scope
       const connecting = yield* connectRedis(redisOptions, scope).pipe(
-        Effect.tap(([ipLimiter, identityLimiter, authFailureLimiter]) =>
+        Effect.tap(([ipLimiter, identityLimiter, authFailureLimiter, redis]) =>
           Effect.andThen(
             Effect.sync(() => {
               ip.redis = ipLimiter
               identity.redis = identityLimiter
               authFailure.redis = authFailureLimiter
             }),
-            Effect.logInfo("Rate limits: connected to Redis; limits are global across instances")
+            Effect.andThen(
+              Effect.logInfo("Rate limits: connected to Redis; limits are global across instances"),
+              heartbeat(redis, redisOptions, (n) => {
+                replicas = Math.max(1, n)
+              }).pipe(Effect.forkIn(scope), Effect.asVoid)
+            )
           )
         ),
         Effect.tapCause((cause) => Effect.logWarning("Rate limits: could not set up the Redis store", cause)),
@@ -417,6 +472,34 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
             ? "memory (redis unavailable)"
             : "redis"
         )
-      )
+      ),
+      replicas: Effect.sync(() => replicas)
     } satisfies Limits
   })
+
+/**
+ * Every `HEARTBEAT_EVERY`: this instance's heartbeat in the `instances` sorted
+ * set (score: the time), the ones older than `REPLICA_TTL` dropped, and the
+ * count of the rest handed to `counted`. A failed round keeps the last count.
+ */
+const heartbeat = (
+  redis: EffectRedis.Redis["Service"],
+  options: RedisLimitOptions,
+  counted: (replicas: number) => void
+): Effect.Effect<void> => {
+  const key = `${options.prefix ?? `${Redis.KEY_PREFIX}ratelimit:`}instances`
+  const id = randomUUID()
+  const ttlMillis = Duration.toMillis(REPLICA_TTL)
+  const round = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    redis.send("ZADD", key, String(now), id).pipe(
+      Effect.andThen(redis.send("ZREMRANGEBYSCORE", key, "-inf", String(now - ttlMillis))),
+      Effect.andThen(redis.send("PEXPIRE", key, String(ttlMillis))),
+      Effect.andThen(redis.send<number>("ZCARD", key)),
+      Effect.tap((n) => Effect.sync(() => counted(Number(n)))),
+      Effect.ignore
+    ))
+  return Effect.repeat(round, Schedule.spaced(HEARTBEAT_EVERY)).pipe(
+    Effect.ensuring(Effect.ignore(redis.send("ZREM", key, id))),
+    Effect.asVoid
+  )
+}

@@ -8,6 +8,13 @@
  *   on this instance; the excess is refused at once (never queued: a queue
  *   behind a slow downstream is what turned bursts into OOMs) with a
  *   JSON-RPC error, reason `shed`, and audited as `shed`.
+ * - Fair permits: one identity (`Caller.id`) holds at most
+ *   `max(1, ceil(MCP_MAX_CONCURRENT_CALLS x IDENTITY_PERMIT_SHARE))` of them
+ *   (half the cap; 100 of the default 200); its excess is shed the same way,
+ *   so at least the other half of the cap is always left to the other callers
+ *   and one caller behind a slow downstream cannot shed everyone else. The
+ *   anonymous caller (no authentication configured) is one identity for
+ *   everybody, so the share does not apply to it: the cap alone does.
  * - Every attempt, refused or not, is audited exactly once with its outcome
  *   (`CallAudit`), including calls the client cancelled. Arguments that do
  *   not fit the tool and unknown tools are `invalid`: the caller's mistake.
@@ -30,6 +37,20 @@ import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mc
 import { AdmissionAudit } from "./AdmissionAudit.ts"
 import { CallAudit } from "./CallAudit.ts"
 import * as CallRecord from "./CallRecord.ts"
+
+/**
+ * The part of the concurrency cap one identity may hold. Half: a lone caller
+ * still gets half the instance (at the default cap, 100 calls: the identity
+ * tier's default burst, so the share never cuts a burst the rate limit
+ * admits), and whatever one identity does, the other half stays free for
+ * everyone else. A share that adapts to the active identities would have to
+ * take back permits already held (calls are never queued or preempted), so the
+ * reserve has to be fixed up front.
+ */
+export const IDENTITY_PERMIT_SHARE = 0.5
+
+/** Permits one identity may hold under a cap of `max` (at least one). */
+export const identityPermits = (max: number): number => Math.max(1, Math.ceil(max * IDENTITY_PERMIT_SHARE))
 
 /** JSON-RPC code of a gateway refusal (SPEC: every refusal is a clear JSON-RPC error). */
 const REFUSED = -32000
@@ -97,13 +118,24 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
           caller: refusal.caller
         }))
     const max = config.MCP_MAX_CONCURRENT_CALLS
+    const perIdentity = identityPermits(max)
     let active = 0
+    /** Permits held per identity (anonymous callers are not counted: see the Rules). */
+    const held = new Map<string, number>()
 
     const shed = (toolName: string) =>
       new ToolCallRefused({
         name: toolName,
         reason: "shed",
         detail: `the gateway is at its limit of ${max} concurrent calls (MCP_MAX_CONCURRENT_CALLS); retry shortly`,
+        retryAfterMs: 1_000
+      })
+    const shedIdentity = (toolName: string) =>
+      new ToolCallRefused({
+        name: toolName,
+        reason: "shed",
+        detail: `this identity already holds ${perIdentity} concurrent calls, its share of the gateway's ` +
+          `${max} (MCP_MAX_CONCURRENT_CALLS); retry when one of them has finished`,
         retryAfterMs: 1_000
       })
 
@@ -120,10 +152,20 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         const permitted = Effect.suspend(
           (): Effect.Effect<A, E | ToolCallRefused, Exclude<R, CallRecord.CurrentCall>> => {
             if (active >= max) return Effect.fail(shed(toolName))
+            const counted = caller.kind !== undefined && caller.kind !== "anonymous"
+            const mine = counted ? held.get(caller.id) ?? 0 : 0
+            if (counted && mine >= perIdentity) return Effect.fail(shedIdentity(toolName))
             active++
+            if (counted) held.set(caller.id, mine + 1)
             return call.pipe(
               Effect.provideService(CallRecord.CurrentCall, record),
-              Effect.ensuring(Effect.sync(() => active--))
+              Effect.ensuring(Effect.sync(() => {
+                active--
+                if (!counted) return
+                const left = (held.get(caller.id) ?? 1) - 1
+                if (left === 0) held.delete(caller.id)
+                else held.set(caller.id, left)
+              }))
             )
           }
         )

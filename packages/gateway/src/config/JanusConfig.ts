@@ -111,7 +111,7 @@ export const VARIABLES = {
   REDIS_URL: optional(Settings.url(["redis", "rediss"]), "Redis URL for global limits, breakers and caches", true),
   REDIS_TIMEOUT: variable(
     Settings.duration(Duration.seconds(10)),
-    Duration.millis(50),
+    Duration.millis(250),
     "How long a rate-limit decision waits for Redis before deciding in this instance's memory for a second"
   ),
   CONFIG_CACHE_TTL: variable(Settings.duration(), CacheSettings.defaults.config, "Config and client-token cache TTL"),

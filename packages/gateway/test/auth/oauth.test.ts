@@ -100,5 +100,29 @@ describe("Admission with OAuth", () => {
         assert.isUndefined(refused.headers?.["www-authenticate"])
         assertClean(refused, [token])
       }))
+
+    it.effect("two access tokens of one subject share one identity bucket; another subject has its own", () =>
+      Effect.gen(function*() {
+        const server = yield* authServer()
+        const oauth = yield* Layer.build(oauthLayer(server))
+        yield* eventually(() => server.jwksFetches() === 1)
+        const admit = yield* admission({ oauth: true, limits: { identity: { rate: 0.001, burst: 3 } } }).pipe(
+          Effect.provide(oauth)
+        )
+        // two different bearer strings for user-1 (another jti, another client), each from its own address
+        const first = yield* sign(rsa.RS256!, claims(server, now(), { jti: "jti-a" }))
+        const second = yield* sign(rsa.RS256!, claims(server, now(), { jti: "jti-b", client_id: "client-2" }))
+        assert.notStrictEqual(first, second)
+        for (let i = 0; i < 2; i++) yield* admit.admit(request({ token: first, ip: "198.51.100.70" }))
+        yield* admit.admit(request({ token: second, ip: "198.51.100.71" }))
+        // the bucket of user-1 (burst 3) is empty, whichever of its tokens is presented
+        for (const token of [second, first]) {
+          const refused = yield* refusal(admit.admit(request({ token, ip: "198.51.100.72" })))
+          assert.strictEqual(refused.status, 429)
+          assert.match(refused.message, /^Too many requests for this identity/)
+        }
+        const other = yield* sign(rsa.RS256!, claims(server, now(), { sub: "user-2", jti: "jti-c" }))
+        assert.strictEqual((yield* admit.admit(request({ token: other, ip: "198.51.100.72" }))).name, "user-2")
+      }))
   })
 })
