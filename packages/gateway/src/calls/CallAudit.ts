@@ -17,11 +17,16 @@
  *   journaled on the embedded store), so the call is answered only after
  *   that; the `calls` event for Studio is written after the row.
  * - Argument and response bodies are never recorded, only their sizes.
+ * - The name a client chose (tool, `<connection>/<uri>`) is recorded, in the
+ *   row and in the event, cut to `ClientText.MAX_RECORDED` characters with a
+ *   marker: the attempt is audited whatever the name, and a 12,000-character
+ *   name is not repeated whole into every row and every Studio frame.
  *
  * @since 0.1.0
  */
 import { type AuditInput, EventLog } from "@janus/storage"
 import { Clock, Context, Effect, Layer } from "effect"
+import * as ClientText from "../observability/ClientText.ts"
 import { CurrentRequestId, traceIdOf } from "../observability/HttpObservability.ts"
 import type { CallRecord, Outcome } from "./CallRecord.ts"
 
@@ -36,7 +41,7 @@ export const entryOf = (
   return {
     kind: "call",
     identity: call.identity,
-    tool: call.tool,
+    tool: ClientText.recorded(call.tool),
     method: call.method,
     connection: call.connection,
     outcome,
@@ -79,7 +84,7 @@ export class CallAudit extends Context.Service<CallAudit, {
                   sink(entry),
                   events.append({
                     topic: "calls",
-                    about: [call.tool],
+                    about: [entry.tool],
                     data: { ...entry, at: new Date(now).toISOString() }
                   })
                 )

@@ -25,6 +25,13 @@ export interface CallRecord {
   readonly method: string
   readonly startedAt: number
   connection: string | null
+  /**
+   * The catalog name the call resolved to (the tool, the listed resource or
+   * template, the prompt), set by whoever resolves it: what metrics may label
+   * the call with. `null` (unknown, unlisted, refused before it resolved):
+   * labelled `other`, never with the client's string.
+   */
+  metricName: string | null
   /** The limiter bucket that refused the call (`ip`, `identity`), when one did. */
   bucket: string | null
   /** The downstream HTTP status, or the JSON-RPC error code of a refusal. */
@@ -49,6 +56,7 @@ export const make = (caller: Caller, tool: string, startedAt: number, method = "
   method,
   startedAt,
   connection: null,
+  metricName: null,
   status: null,
   bytesIn: 0,
   bytesOut: 0,

@@ -31,6 +31,10 @@
  *   `OTEL_METRICS_EXEMPLAR_FILTER=always_off`.
  * - Attributes never hold a secret, an argument or a response body: tool,
  *   connection and secret *names*, methods, statuses, outcomes.
+ * - Metric labels are catalog names only (`CallRecord.metricName`, set by
+ *   whoever resolved the call; `other` otherwise, see `Metrics.ts`); the
+ *   span, made before the call resolves, carries the client's name bounded
+ *   (`ClientText.recorded`).
  * - The outcome of a call is the audit record's (`CallGuard`): a result
  *   with `isError` is `error`; a `ToolCallRefused` is its reason
  *   (`unavailable` counts as `error`); any other failure or an interrupt is
@@ -43,6 +47,7 @@ import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { CircuitBreaker } from "effect/persistence"
 import type { DownstreamClient } from "../egress/index.ts"
 import { type AdmissionRefused, McpGuard } from "../mcp/Guard.ts"
+import * as ClientText from "../observability/ClientText.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { TransportSpan } from "../observability/TraceContext.ts"
 import { CurrentCall } from "./CallRecord.ts"
@@ -141,6 +146,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         const context = fiber.context
         const started = performance.now()
         let connection: string | null = null
+        let metricName: string | null = null
         // Runs once the guard granted the concurrency permit, inside the call's record.
         const permitted = Effect.suspend(() => {
           Metrics.callActive(context, 1)
@@ -148,7 +154,9 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         }).pipe(
           Effect.onExit(() =>
             Effect.withFiber((inner) => {
-              connection = Context.getOrUndefined(inner.context, CurrentCall)?.connection ?? null
+              const record = Context.getOrUndefined(inner.context, CurrentCall)
+              connection = record?.connection ?? null
+              metricName = record?.metricName ?? null
               Metrics.callActive(context, -1)
               return Effect.void
             })
@@ -164,7 +172,8 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
               const span = exemplar ? Context.getOrUndefined(inner.context, Tracer.ParentSpan) : undefined
               Metrics.recordCall(
                 context,
-                toolName,
+                method ?? "tools/call",
+                metricName,
                 connection,
                 outcome,
                 (performance.now() - started) / 1000,
@@ -181,12 +190,14 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         )
         if (!traced) return observed
         const transport = fiber.getRef(TransportSpan)
-        return Effect.withSpan(observed, SpanNames.toolCall(toolName), {
+        // the client chose the name: the span carries it bounded, as the audit record does
+        const shownName = ClientText.recorded(toolName)
+        return Effect.withSpan(observed, SpanNames.toolCall(shownName), {
           kind: "server",
           attributes: {
             "mcp.method.name": method ?? "tools/call",
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": toolName,
+            "gen_ai.tool.name": shownName,
             "janus.caller.id": caller.id
           },
           links: transport === undefined ? [] : [{ span: transport, attributes: { "janus.link": "transport" } }]

@@ -22,11 +22,18 @@ import { exposedName, ORIGIN_META } from "./ToolNames.ts"
 import { type Params } from "./upstream/Wire.ts"
 import type { Upstream } from "./UpstreamPool.ts"
 
-/** Where a served name goes: the upstream, its own name (or URI), and the guard's label. */
+/** Where a served name goes: the upstream, its own name (or URI), the guard's label, and the metrics' one. */
 export interface RouteTarget {
   readonly upstream: Upstream
   readonly name: string
   readonly label: string
+  /**
+   * The catalog name metrics label the request with: `<connection>/<name>` of
+   * a listed resource or prompt, `<connection>/<uriTemplate>` of a template
+   * the URI matched; `null` for a URI no upstream lists (labelled `other`:
+   * the client chose it).
+   */
+  readonly metric: string | null
 }
 
 /** Two or more upstreams of one view exposing the same URI, template or prompt name. */
@@ -100,7 +107,8 @@ export const viewOf = (
   const target = (c: Candidate & { readonly upstream: Upstream }): RouteTarget => ({
     upstream: c.upstream,
     name: c.original,
-    label: `${c.connection}/${c.original}`
+    label: `${c.connection}/${c.original}`,
+    metric: `${c.connection}/${c.original}`
   })
 
   // prompts: prefixed (or bare), shared names qualified with the connection for each
@@ -146,20 +154,33 @@ export const viewOf = (
   const templates = named(templateCandidates, "uriTemplate", "resourceTemplate")
   const patterns = templateCandidates.map((c) => ({ c, pattern: templatePattern(c.original) }))
 
+  // `<connection>\u0000<uri>` of every listed resource: a qualified URI naming one is a catalog name
+  const listedUris = new Set(Array.from(resources.map.values(), (t) => `${t.upstream.connection.name}\u0000${t.name}`))
   const resolve = (uri: string): ReadonlyArray<RouteTarget> => {
     const qualified = unqualify(uri)
     if (qualified !== undefined) {
       const u = byConnection.get(qualified.connection)
-      if (u !== undefined) return [{ upstream: u, name: qualified.uri, label: `${u.connection.name}/${qualified.uri}` }]
+      if (u !== undefined) {
+        const label = `${u.connection.name}/${qualified.uri}`
+        const listed = listedUris.has(`${u.connection.name}\u0000${qualified.uri}`)
+        return [{ upstream: u, name: qualified.uri, label, metric: listed ? label : null }]
+      }
     }
     const listed = resources.map.get(uri)
     if (listed !== undefined) return [listed]
     for (const { c, pattern } of patterns) {
-      if (pattern?.test(uri) === true) return [{ upstream: c.upstream, name: uri, label: `${c.connection}/${uri}` }]
+      if (pattern?.test(uri) === true) {
+        return [{
+          upstream: c.upstream,
+          name: uri,
+          label: `${c.connection}/${uri}`,
+          metric: `${c.connection}/${c.original}`
+        }]
+      }
     }
     return inView
       .filter((u) => Predicate.isReadonlyObject(u.session?.capabilities.resources) && whole(u))
-      .map((u) => ({ upstream: u, name: uri, label: `${u.connection.name}/${uri}` }))
+      .map((u) => ({ upstream: u, name: uri, label: `${u.connection.name}/${uri}`, metric: null }))
   }
 
   const announces = (kind: string) => inView.some((u) => Predicate.isReadonlyObject(u.session?.capabilities[kind]))

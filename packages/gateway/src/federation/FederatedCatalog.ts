@@ -250,6 +250,7 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
       const record = yield* Effect.serviceOption(CurrentCall)
       if (Option.isSome(record)) {
         record.value.connection = u.connection.name
+        record.value.metricName = request.name
         record.value.bytesIn = JSON.stringify(request.arguments ?? {}).length
       }
       if (held !== undefined && resumes) {

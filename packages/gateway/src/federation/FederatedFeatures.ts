@@ -52,6 +52,7 @@ import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureVi
 import * as ResourceSubscriptions from "./ResourceSubscriptions.ts"
 import { type Params } from "./upstream/Wire.ts"
 import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 /** The result as the gateway passes it on: no `resultType`, no upstream `serverInfo` `_meta`. */
 const clean = (result: Params): Params => {
@@ -69,9 +70,9 @@ const notFound = (uri: string): ProtocolError =>
   new ProtocolError({
     code: RESOURCE_NOT_FOUND,
     message: `Resource ${
-      JSON.stringify(uri)
+      ClientText.quoted(uri)
     } not found: no upstream in this view lists it or has a template matching it; call resources/list and resources/templates/list`,
-    data: { uri },
+    data: { uri: ClientText.echoed(uri) },
     status: 200
   })
 
@@ -159,6 +160,7 @@ export const make = Effect.fnUntraced(function*(
       const body = JSON.stringify(params)
       if (Option.isSome(record)) {
         record.value.connection = u.connection.name
+        record.value.metricName = target.metric
         // what the call carries in; the answer's bytes are measured by the guard on the result it returns
         record.value.bytesIn = body.length
       }
@@ -194,6 +196,12 @@ export const make = Effect.fnUntraced(function*(
       return result
     })
 
+  /** Names the call's record with `target`'s catalog name, for metrics (a subscription calls no upstream here). */
+  const named = (target: RouteTarget) =>
+    Effect.map(Effect.serviceOption(CurrentCall), (record) => {
+      if (Option.isSome(record)) record.value.metricName = target.metric
+    })
+
   const subscriptions = yield* ResourceSubscriptions.make((caller, target, method) =>
     send(caller, target, method, { uri: target.name })
   )
@@ -209,7 +217,7 @@ export const make = Effect.fnUntraced(function*(
           const target = v.promptByName.get(params.name as string)
           if (target === undefined) {
             return Effect.fail(ProtocolError.invalidParams(
-              `Unknown prompt ${JSON.stringify(params.name)}: no prompt of that name is available to this caller; ` +
+              `Unknown prompt ${ClientText.json(params.name)}: no prompt of that name is available to this caller; ` +
                 "call prompts/list for the available prompts"
             ))
           }
@@ -226,7 +234,7 @@ export const make = Effect.fnUntraced(function*(
           if (target === undefined) {
             return Effect.fail(ProtocolError.invalidParams(
               `completion/complete: ${ref.type === "ref/prompt" ? "prompt" : "resource template"} ${
-                JSON.stringify(ref.type === "ref/prompt" ? ref.name : ref.uri)
+                ClientText.json(ref.type === "ref/prompt" ? ref.name : ref.uri)
               } is not available to this caller; call prompts/list or resources/templates/list`
             ))
           }
@@ -245,7 +253,7 @@ export const make = Effect.fnUntraced(function*(
           if (targets.length === 0) return Effect.fail(notFound(uri))
           if (method === "resources/subscribe" || method === "resources/unsubscribe") {
             // the session holds the subscription (`hold`) once this answer is a success
-            return Effect.succeed({ label: targets[0]!.label, run: Effect.succeed({}) })
+            return Effect.succeed({ label: targets[0]!.label, run: Effect.as(named(targets[0]!), {}) })
           }
           // an unlisted URI: the upstreams offering resources, in order, until one answers
           const attempt = (i: number): Effect.Effect<Params, ProtocolError | ToolCallRefused> =>

@@ -32,6 +32,7 @@
 import type { MasterKey } from "@janus/storage"
 import { Effect, Option, Redacted, Result } from "effect"
 import { createHash, createHmac, hkdfSync, timingSafeEqual } from "node:crypto"
+import * as ClientText from "../observability/ClientText.ts"
 
 /** What every state Janus issues starts with. */
 export const PREFIX = "janus1."
@@ -131,7 +132,9 @@ export const make = (masterKey: MasterKey["Service"]) => {
       }
       if (t !== tool) {
         return refused(
-          `requestState continues a call of tool '${t}', not '${tool}'; send it with the tool it was issued for`
+          `requestState continues a call of tool '${ClientText.echoed(t)}', not '${
+            ClientText.echoed(tool)
+          }'; send it with the tool it was issued for`
         )
       }
       if (now >= e) {

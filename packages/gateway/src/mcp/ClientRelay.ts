@@ -32,6 +32,7 @@ import { Effect, Option, Predicate, Stream } from "effect"
 import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { type RelayHooks, RelayRefused } from "./Relay.ts"
 import { type McpSessionStore, newStreamId } from "./Sessions.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 /** RFC 5424 severities as MCP names them, lowest first. */
 export const LOG_LEVELS: ReadonlyArray<string> = [
@@ -69,7 +70,7 @@ export const logHook = (
 export const requestedLevel = (params: Readonly<Record<string, unknown>> | undefined): string | ProtocolError =>
   isLogLevel(params?.level) ? params.level : ProtocolError.invalidParams(
     `logging/setLevel requires params.level, one of ${LOG_LEVELS.join(", ")}; got ${
-      JSON.stringify(params?.level) ?? "nothing"
+      ClientText.json(params?.level) ?? "nothing"
     }`
   )
 

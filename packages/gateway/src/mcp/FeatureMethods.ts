@@ -37,6 +37,7 @@ import type { McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode } from "./Protocol.ts"
 import { ToolCallRefused } from "./ToolCatalog.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 const LISTS: Readonly<Record<string, readonly [FeatureKind, string]>> = {
   "resources/list": ["resources", "resources"],
@@ -48,10 +49,10 @@ const LISTS: Readonly<Record<string, readonly [FeatureKind, string]>> = {
 export const refusedError = (error: ToolCallRefused): ProtocolError =>
   new ProtocolError({
     code: ErrorCode.refused,
-    message: `Request for '${error.name}' refused (${error.reason}): ${error.detail}`,
+    message: `Request for '${ClientText.echoed(error.name)}' refused (${error.reason}): ${error.detail}`,
     data: error.retryAfterMs === undefined ?
-      { reason: error.reason, target: error.name } :
-      { reason: error.reason, target: error.name, retryAfterMs: error.retryAfterMs },
+      { reason: error.reason, target: ClientText.echoed(error.name) } :
+      { reason: error.reason, target: ClientText.echoed(error.name), retryAfterMs: error.retryAfterMs },
     status: 200
   })
 
@@ -122,7 +123,7 @@ export const make = (
       const last = Cursor.decode(kind, cursor)
       if (last === undefined) {
         return yield* ProtocolError.invalidParams(
-          `Invalid cursor ${JSON.stringify(cursor)}: it was not issued by this server's ${method}; ` +
+          `Invalid cursor ${ClientText.json(cursor)}: it was not issued by this server's ${method}; ` +
             "omit the cursor to start from the first page"
         )
       }
@@ -159,16 +160,16 @@ export const make = (
     if (Option.isNone(features)) {
       return yield* method.startsWith("prompts/")
         ? ProtocolError.invalidParams(
-          `Unknown prompt ${JSON.stringify(params.name)}: this server offers no prompts (prompts/list is empty)`
+          `Unknown prompt ${ClientText.json(params.name)}: this server offers no prompts (prompts/list is empty)`
         )
         : method === "completion/complete"
         ? ProtocolError.invalidParams("completion/complete: this server offers no prompts or resource templates")
         : new ProtocolError({
           code: ErrorCode.invalidParams,
           message: `Resource ${
-            JSON.stringify(params.uri)
+            ClientText.json(params.uri)
           } not found: this server offers no resources (resources/list is empty)`,
-          data: { uri: params.uri },
+          data: { uri: ClientText.echoed(params.uri as string) },
           status: 200
         })
     }
@@ -187,12 +188,14 @@ export const make = (
       Effect.mapError((error) => error._tag === "ToolCallRefused" ? refusedError(error) : error),
       Effect.catchDefect((defect) =>
         Effect.andThen(
-          Effect.logError(`${method} of '${route.label}' failed unexpectedly`, defect),
+          Effect.logError(`${method} of '${ClientText.recorded(route.label)}' failed unexpectedly`, defect),
           Effect.fail(
             new ProtocolError({
               code: ErrorCode.internalError,
               message:
-                `Internal error during ${method} of '${route.label}'; the gateway logged the cause, retry or report it`,
+                `Internal error during ${method} of '${
+                  ClientText.echoed(route.label)
+                }'; the gateway logged the cause, retry or report it`,
               status: 200
             })
           )

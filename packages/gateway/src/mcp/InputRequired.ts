@@ -35,6 +35,7 @@ import { Data, Duration, Effect, Exit, Option, Predicate, Schema } from "effect"
 import { McpSchema } from "effect/ai"
 import { answerWithoutClient, capabilityOf, type RelayHooks } from "./Relay.ts"
 import type { CallToolResult, InputRequest, InputRequiredResult, ToolCallOutcome } from "./ToolCatalog.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 /**
  * Rounds of one call at most. The official SDK clients stop at 10 rounds
@@ -189,7 +190,7 @@ export const invalidResponses = (
         onNone: () => "it does not decode",
         onSome: (error) => error.message.replace(/\s+/g, " ")
       })
-      return `inputResponses[${JSON.stringify(key)}] is not a ${method} result (${why})`
+      return `inputResponses[${ClientText.quoted(key)}] is not a ${method} result (${why})`
     }
   }
   return undefined

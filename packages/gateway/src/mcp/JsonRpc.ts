@@ -22,6 +22,7 @@
 import { Data, Exit, Option, Predicate } from "effect"
 import type { McpSchema } from "effect/ai"
 import { ErrorCode } from "./Protocol.ts"
+import { echoed } from "../observability/ClientText.ts"
 
 /** A JSON-RPC request id. */
 export type RequestId = McpSchema.RequestId
@@ -104,7 +105,7 @@ export const classify = (value: unknown): Message => {
       return {
         _tag: "Invalid",
         id,
-        reason: `"params" of '${value.method}' is ${describeValue(params)}; expected an object`
+        reason: `"params" of '${echoed(value.method)}' is ${describeValue(params)}; expected an object`
       }
     }
     if (!("id" in value)) return { _tag: "Notification", method: value.method, params }
@@ -143,7 +144,7 @@ export class ProtocolError extends Data.TaggedError("ProtocolError")<{
   static methodNotFound(method: string, status: number, hint: string): ProtocolError {
     return new ProtocolError({
       code: ErrorCode.methodNotFound,
-      message: `Method not found: '${method}' ${hint}`,
+      message: `Method not found: '${echoed(method)}' ${hint}`,
       status
     })
   }

@@ -36,6 +36,7 @@ import {
   STATEFUL_VERSIONS
 } from "./Protocol.ts"
 import { type McpSession, McpSessionStore, newSessionId } from "./Sessions.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 // the store's `lastSeenAt` drives expiry; writing it on every request would cost a round trip each
 const TOUCH_EVERY_MS = 30_000
@@ -93,10 +94,10 @@ export const make: Effect.Effect<StatefulSessions, never, McpSessionStore | Disp
     if (version !== undefined && version !== session.protocolVersion && !isStatefulVersion(version)) {
       return yield* new ProtocolError({
         code: ErrorCode.unsupportedProtocolVersion,
-        message: `Unsupported MCP-Protocol-Version '${version}' for a session; supported: ${
+        message: `Unsupported MCP-Protocol-Version '${ClientText.echoed(version)}' for a session; supported: ${
           STATEFUL_VERSIONS.join(", ")
         } (this session negotiated ${session.protocolVersion})`,
-        data: { supported: STATEFUL_VERSIONS, requested: version },
+        data: { supported: STATEFUL_VERSIONS, requested: ClientText.echoed(version) },
         status: 400
       })
     }

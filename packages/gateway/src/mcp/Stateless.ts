@@ -74,6 +74,7 @@ import {
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
 import type { HeaderBinding } from "./ToolList.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 /** @since 0.1.0 */
 export interface StatelessOptions {
@@ -118,7 +119,7 @@ export const checkParamHeaders = (
     if (raw === undefined) {
       return ProtocolError.headerMismatch(
         `${binding.headerName} header is missing: arguments.${binding.display} is ${
-          JSON.stringify(value)
+          ClientText.json(value)
         }, and the tool declares it with x-mcp-header, so the header must carry the same value`
       )
     }
@@ -126,14 +127,14 @@ export const checkParamHeaders = (
     if (decoded === undefined) {
       return ProtocolError.headerMismatch(
         `${binding.headerName} header ${
-          JSON.stringify(raw)
+          ClientText.json(raw)
         } has invalid characters or invalid Base64; expected visible ASCII or =?base64?<valid Base64>?=`
       )
     }
     if (!headerMatches(decoded, value)) {
       return ProtocolError.headerMismatch(
-        `${binding.headerName} header ${JSON.stringify(decoded)} does not match arguments.${binding.display} ${
-          JSON.stringify(value)
+        `${binding.headerName} header ${ClientText.json(decoded)} does not match arguments.${binding.display} ${
+          ClientText.json(value)
         }`
       )
     }
@@ -170,20 +171,22 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     if (typeof claim !== "string") {
       return ProtocolError.invalidParams(
         `params._meta["${Meta.protocolVersion}"] is ${
-          JSON.stringify(claim) ?? "missing"
+          ClientText.json(claim) ?? "missing"
         }; expected the protocol version string, e.g. "${STATELESS_VERSION}"`,
         400
       )
     }
     if (claim !== version) {
       return ProtocolError.headerMismatch(
-        `MCP-Protocol-Version header '${version}' does not match params._meta["${Meta.protocolVersion}"] '${claim}'`
+        `MCP-Protocol-Version header '${ClientText.echoed(version)}' does not match params._meta["${Meta.protocolVersion}"] '${
+          ClientText.echoed(claim)
+        }'`
       )
     }
     if (!Predicate.isReadonlyObject(meta[Meta.clientCapabilities])) {
       return ProtocolError.invalidParams(
         `params._meta["${Meta.clientCapabilities}"] is ${
-          JSON.stringify(meta[Meta.clientCapabilities]) ?? "missing"
+          ClientText.json(meta[Meta.clientCapabilities]) ?? "missing"
         }; expected an object (use {} to declare no optional capabilities)`,
         400
       )
@@ -191,20 +194,26 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     if (version !== STATELESS_VERSION) {
       return new ProtocolError({
         code: ErrorCode.unsupportedProtocolVersion,
-        message: `Unsupported protocol version '${version}' for a request without a session; supported: ${
+        message: `Unsupported protocol version '${
+          ClientText.echoed(version)
+        }' for a request without a session; supported: ${
           SUPPORTED_VERSIONS.join(", ")
         } (versions before ${STATELESS_VERSION} start with initialize)`,
-        data: { ...supported, requested: version },
+        data: { ...supported, requested: ClientText.echoed(version) },
         status: 400
       })
     }
     const method = headerValue(request.headers, Header.method)
     if (method === undefined) {
-      return ProtocolError.headerMismatch(`Mcp-Method header is missing; expected '${message.method}'`)
+      return ProtocolError.headerMismatch(
+        `Mcp-Method header is missing; expected '${ClientText.echoed(message.method)}'`
+      )
     }
     if (method !== message.method) {
       return ProtocolError.headerMismatch(
-        `Mcp-Method header '${method}' does not match the request method '${message.method}'`
+        `Mcp-Method header '${ClientText.echoed(method)}' does not match the request method '${
+          ClientText.echoed(message.method)
+        }'`
       )
     }
     const nameKey = routingNameKey(message.method)
@@ -214,7 +223,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
       if (raw === undefined) {
         return ProtocolError.headerMismatch(
           `Mcp-Name header is missing; ${message.method} requires it, equal to params.${nameKey} ${
-            JSON.stringify(name) ?? "(absent)"
+            ClientText.json(name) ?? "(absent)"
           }`
         )
       }
@@ -222,14 +231,14 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
       if (decoded === undefined) {
         return ProtocolError.headerMismatch(
           `Mcp-Name header ${
-            JSON.stringify(raw)
+            ClientText.json(raw)
           } has invalid characters or invalid Base64; expected visible ASCII or =?base64?<valid Base64>?=`
         )
       }
       if (decoded !== name) {
         return ProtocolError.headerMismatch(
-          `Mcp-Name header ${JSON.stringify(decoded)} does not match params.${nameKey} ${
-            JSON.stringify(name) ?? "(absent)"
+          `Mcp-Name header ${ClientText.json(decoded)} does not match params.${nameKey} ${
+            ClientText.json(name) ?? "(absent)"
           }`
         )
       }
@@ -301,7 +310,7 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
         message.id,
         ProtocolError.invalidParams(
           `subscriptions/listen requires params.notifications (an object such as {"toolsListChanged": true}), got ${
-            JSON.stringify(filter) ?? "nothing"
+            ClientText.json(filter) ?? "nothing"
           }`,
           400
         )

@@ -45,6 +45,7 @@ import {
   ToolCallRefused,
   type ToolCatalog
 } from "./ToolCatalog.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 /** The client capabilities an input request needs that `declared` lacks. */
 export const missingCapabilities = (
@@ -90,8 +91,8 @@ const toProtocolError = (error: ToolCallError): ProtocolError => {
         code: ErrorCode.refused,
         message: describeToolCallError(error),
         data: error.retryAfterMs === undefined ?
-          { reason: error.reason, tool: error.name } :
-          { reason: error.reason, tool: error.name, retryAfterMs: error.retryAfterMs },
+          { reason: error.reason, tool: ClientText.echoed(error.name) } :
+          { reason: error.reason, tool: ClientText.echoed(error.name), retryAfterMs: error.retryAfterMs },
         status: 200
       })
   }
@@ -107,7 +108,7 @@ const inputErrorResult = (error: InvalidToolArguments): CallToolResult => ({
 const internalError = (name: string): ProtocolError =>
   new ProtocolError({
     code: ErrorCode.internalError,
-    message: `Internal error while calling tool '${name}'; the gateway logged the cause, retry or report it`,
+    message: `Internal error while calling tool '${ClientText.echoed(name)}'; the gateway logged the cause, retry or report it`,
     status: 200
   })
 
@@ -190,7 +191,7 @@ export const make = (
       ),
       Effect.catchDefect((defect) =>
         Effect.andThen(
-          Effect.logError(`tools/call of '${name}' failed unexpectedly`, defect),
+          Effect.logError(`tools/call of '${ClientText.recorded(name)}' failed unexpectedly`, defect),
           Effect.fail(internalError(name))
         )
       )

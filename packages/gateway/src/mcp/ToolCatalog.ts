@@ -26,6 +26,7 @@
 import { Context, Effect, Layer, Option, PubSub, Schema, Stream } from "effect"
 import type { McpSchema } from "effect/ai"
 import type { Caller } from "./Caller.ts"
+import * as ClientText from "../observability/ClientText.ts"
 
 /** A tool definition as sent on the wire. */
 export type Tool = typeof McpSchema.Tool.Encoded
@@ -124,11 +125,11 @@ export type ToolCallError = ToolNotFound | InvalidToolArguments | ToolCallRefuse
 export const describeToolCallError = (error: ToolCallError): string => {
   switch (error._tag) {
     case "ToolNotFound":
-      return `Unknown tool '${error.name}': no tool of that name is available to this caller; call tools/list for the available tools`
+      return `Unknown tool '${ClientText.echoed(error.name)}': no tool of that name is available to this caller; call tools/list for the available tools`
     case "InvalidToolArguments":
-      return `Invalid arguments for tool '${error.name}': ${error.detail}`
+      return `Invalid arguments for tool '${ClientText.echoed(error.name)}': ${error.detail}`
     case "ToolCallRefused":
-      return `Call to tool '${error.name}' refused (${error.reason}): ${error.detail}`
+      return `Call to tool '${ClientText.echoed(error.name)}' refused (${error.reason}): ${error.detail}`
   }
 }
 

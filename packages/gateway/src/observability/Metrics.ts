@@ -13,8 +13,8 @@
  * | --- | --- | --- | --- |
  * | `http.server.request.duration` | histogram, s | `http.request.method`, `http.route`, `http.response.status_code` | `http_server_request_duration_seconds` |
  * | `http.server.active_requests` | gauge | `http.request.method` | `http_server_active_requests` |
- * | `mcp.server.operation.duration` | histogram, s | `mcp.method.name`, `gen_ai.tool.name`, `error.type` | `mcp_server_operation_duration_seconds` |
- * | `janus.calls` | counter | `outcome`, `tool`, `connection` | `janus_calls_total` |
+ * | `mcp.server.operation.duration` | histogram, s | `mcp.method.name`, `gen_ai.tool.name` (catalog name or `other`), `error.type` | `mcp_server_operation_duration_seconds` |
+ * | `janus.calls` | counter | `outcome`, `tool` (catalog name or `other`), `connection` | `janus_calls_total` |
  * | `janus.calls.active` | gauge | | `janus_calls_active` |
  * | `janus.admission.refusals` | counter | `reason` (unauthenticated, forbidden, rate_limited, shed) | `janus_admission_refusals_total` |
  * | `janus.breaker.state` | gauge | `connection` (0 closed, 1 half-open, 2 open) | `janus_breaker_state` |
@@ -46,10 +46,18 @@
  * - A sampled tools/call leaves an exemplar on its duration bucket
  *   (`toolCallDurationExemplars`), written out by `/metrics` (OpenMetrics)
  *   and OTLP.
- * - Attributes a client controls are bounded: a tool name is only a label
- *   once the tool resolved to a connection (an unknown tool is `tool=""`),
- *   and each map holds at most {@link MAX_SERIES} entries, past which values
- *   fold into `"_other"`.
+ * - Labels take only names from the catalog, never a client's string: a
+ *   call is labelled with the tool, listed resource, resource template or
+ *   prompt it resolved to (`CallRecord.metricName`), and {@link OTHER}
+ *   otherwise: an unknown tool, an unlisted resource URI (its connection is
+ *   still the `connection` label), a call refused before it resolved. A
+ *   label value is at most `ClientText.MAX_LABEL` characters. Methods are
+ *   the guarded MCP methods, HTTP methods the standard ones (`_OTHER`
+ *   otherwise); routes are the router's templates, statuses and outcomes
+ *   fixed sets.
+ * - Second line of defence: each attributed metric holds at most
+ *   {@link MAX_SERIES} series; past it, new combinations fold into one
+ *   series labelled {@link OTHER}.
  * - Recorders are synchronous (`updateUnsafe`) and take the context whose
  *   `MetricRegistry` they write to; the `Effect` forms read it from the fiber.
  *   They record against a small context holding only what metrics read
@@ -62,6 +70,7 @@
 import { Metrics as SseMetrics } from "@janus/sse"
 import { auditDropped, eventLogDropped } from "@janus/storage"
 import { Clock, Context, Effect, Metric } from "effect"
+import { cut, MAX_LABEL } from "./ClientText.ts"
 import * as Exemplars from "./Exemplars.ts"
 
 let lastRegistry: unknown
@@ -86,7 +95,14 @@ const slim = (context: Context.Context<never>): Context.Context<never> => {
   return lastSlim
 }
 
-/** Upper bound of distinct values per attribute map. */
+/**
+ * Most series (attribute combinations) of one attributed metric; past it,
+ * new combinations fold into one series labelled {@link OTHER}. Why 2,000:
+ * OpenTelemetry SDKs' default cardinality limit, and the second line of
+ * defence behind catalog-only labels: a duration histogram writes 19 lines
+ * per series, so 2,000 series are a few MB of `/metrics`, not the 89 MB that
+ * 17,347 series of client-chosen URIs made.
+ */
 export const MAX_SERIES = 2_000
 
 /** Histogram buckets for durations in seconds (OpenTelemetry's HTTP advice, plus 30 s and 60 s). */
@@ -128,8 +144,9 @@ export const UNITS: Readonly<Record<string, "seconds">> = {
 const DESCRIPTIONS: Readonly<Record<string, string>> = {
   "http.server.request.duration": "Duration of HTTP server requests, in seconds",
   "http.server.active_requests": "HTTP server requests in flight (streams until they end)",
-  "mcp.server.operation.duration": "tools/call duration as seen by the gateway, in seconds",
-  "janus.calls": "tools/call attempts by outcome, tool and connection",
+  "mcp.server.operation.duration":
+    "Duration of guarded MCP calls (tools/call, resources/read, prompts/get, ...) as seen by the gateway, in seconds",
+  "janus.calls": "Guarded MCP call attempts by outcome, catalog name (other: none) and connection",
   "janus.calls.active": "tools/call calls holding a concurrency permit (MCP_MAX_CONCURRENT_CALLS)",
   "janus.admission.refusals":
     "Requests refused before the JSON-RPC body is read, by reason (rate_limited = a limiter refused)",
@@ -185,22 +202,30 @@ export const limiterFallback = counter("janus.limiter.fallback")
 // Attribute caches
 // -----------------------------------------------------------------------------
 
-const OTHER = "_other"
+/** The label of every value that is not a catalog name, and of a metric's series past {@link MAX_SERIES}. */
+export const OTHER = "other"
 
-/** A bounded memo of attributed metrics keyed by one string. */
-const memo = <M>(make: (key: string) => M) => {
-  const map = new Map<string, M>()
-  return (key: string): M => {
-    let value = map.get(key)
-    if (value === undefined) {
-      if (map.size >= MAX_SERIES) {
-        value = map.get(OTHER)
-        if (value !== undefined) return value
-        key = OTHER
-      }
-      value = make(key)
-      map.set(key, value)
-    }
+/**
+ * A metric's attributed series, by up to three attribute values (unused ones
+ * `""`), made by `make` once per combination: at most {@link MAX_SERIES} of
+ * them, past which every new combination records into one series whose
+ * values are all {@link OTHER}. Lookups build no string.
+ */
+const seriesOf = <M>(make: (a: string, b: string, c: string) => M) => {
+  const root = new Map<string, Map<string, Map<string, M>>>()
+  let count = 0
+  let overflow: M | undefined
+  return (a: string, b = "", c = ""): M => {
+    let byB = root.get(a)
+    let byC = byB?.get(b)
+    let value = byC?.get(c)
+    if (value !== undefined) return value
+    if (count >= MAX_SERIES) return overflow ??= make(OTHER, b === "" ? "" : OTHER, c === "" ? "" : OTHER)
+    if (byB === undefined) root.set(a, byB = new Map())
+    if (byC === undefined) byB.set(b, byC = new Map())
+    value = make(a, b, c)
+    byC.set(c, value)
+    count++
     return value
   }
 }
@@ -209,19 +234,33 @@ const memo = <M>(make: (key: string) => M) => {
 // HTTP
 // -----------------------------------------------------------------------------
 
-const httpByMethod = memo((method) =>
-  memo((route) =>
-    memo((status) =>
-      histogram(
-        httpServerRequestDuration.id,
-        DURATION_BUCKETS,
-        route === "" ?
-          { "http.request.method": method, "http.response.status_code": status } :
-          { "http.request.method": method, "http.route": route, "http.response.status_code": status }
-      )
-    )
+const httpRequests = seriesOf((method, route, status) =>
+  histogram(
+    httpServerRequestDuration.id,
+    DURATION_BUCKETS,
+    route === "" ?
+      { "http.request.method": method, "http.response.status_code": status } :
+      { "http.request.method": method, "http.route": route, "http.response.status_code": status }
   )
 )
+
+/**
+ * The HTTP methods labelled as themselves (RFC 9110 and PATCH); any other is
+ * `_OTHER`, as OpenTelemetry's HTTP conventions say: the method is the
+ * client's to choose.
+ */
+const HTTP_METHODS: ReadonlySet<string> = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "DELETE",
+  "CONNECT",
+  "OPTIONS",
+  "TRACE",
+  "PATCH"
+])
+const methodLabel = (method: string): string => HTTP_METHODS.has(method) ? method : "_OTHER"
 
 const statusText: Array<string> = []
 const statusKey = (status: number): string => statusText[status] ??= String(status)
@@ -233,12 +272,12 @@ export const recordHttpRequest = (
   route: string,
   status: number,
   seconds: number
-): void => httpByMethod(method)(route)(statusKey(status)).updateUnsafe(seconds, slim(context))
+): void => httpRequests(methodLabel(method), route, statusKey(status)).updateUnsafe(seconds, slim(context))
 
-const activeByMethod = memo((method) => gauge(httpServerActiveRequests.id, { "http.request.method": method }))
+const activeByMethod = seriesOf((method) => gauge(httpServerActiveRequests.id, { "http.request.method": method }))
 /** Adds `delta` (+1 / -1) to the in-flight requests of `method`. */
 export const httpActive = (context: Context.Context<never>, method: string, delta: number): void =>
-  activeByMethod(method).modifyUnsafe(delta, slim(context))
+  activeByMethod(methodLabel(method)).modifyUnsafe(delta, slim(context))
 
 // -----------------------------------------------------------------------------
 // tools/call
@@ -255,9 +294,7 @@ export type CallOutcome =
   | "breaker_open"
   | "timeout"
 
-const callCounters = memo((tool) =>
-  memo((connection) => memo((outcome) => counter(calls.id, { outcome, tool, connection })))
-)
+const callCounters = seriesOf((tool, connection, outcome) => counter(calls.id, { outcome, tool, connection }))
 
 /** Exemplars of `mcp.server.operation.duration` (see `Exemplars.ts`). */
 export const toolCallDurationExemplars = new Exemplars.HistogramExemplars(toolCallDuration.id, DURATION_BUCKETS)
@@ -267,35 +304,50 @@ export const ExemplarsEnabled = Context.Reference<boolean>("@janus/gateway/obser
   defaultValue: () => true
 })
 
-const callDurations = memo((tool) =>
-  memo((outcome) => {
-    const attributes: Record<string, string> = outcome === "ok" ?
-      { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool } :
-      { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "error.type": outcome }
-    return {
-      metric: histogram(toolCallDuration.id, DURATION_BUCKETS, attributes),
-      exemplars: toolCallDurationExemplars.of(attributes)
-    }
-  })
-)
+const callDurations = seriesOf((method, tool, outcome) => {
+  const attributes: Record<string, string> = outcome === "ok" ?
+    { "mcp.method.name": method, "gen_ai.tool.name": tool } :
+    { "mcp.method.name": method, "gen_ai.tool.name": tool, "error.type": outcome }
+  return {
+    metric: histogram(toolCallDuration.id, DURATION_BUCKETS, attributes),
+    exemplars: toolCallDurationExemplars.of(attributes)
+  }
+})
+
+/** The MCP methods the guard records (every other value, which no caller passes, is {@link OTHER}). */
+const CALL_METHODS: ReadonlySet<string> = new Set([
+  "tools/call",
+  "resources/read",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "prompts/get",
+  "completion/complete"
+])
+
+/** A catalog name as a label: bounded by `ClientText.MAX_LABEL`; `null` (not a catalog name) is {@link OTHER}. */
+const nameLabel = (name: string | null): string => name === null ? OTHER : cut(name, MAX_LABEL)
 
 /**
- * Records one finished tools/call attempt. `connection` is the connection
- * the tool resolved to, `null` when it never resolved (then the tool name,
- * which the client chose, is not used as a label). `span`, the call's span
- * when its trace is sampled, becomes the exemplar of the duration's bucket.
+ * Records one finished call of `method` (`tools/call`, `resources/read`, ...).
+ * `name` is the catalog name the call resolved to (a tool, a listed resource
+ * or template, a prompt: `CallRecord.metricName`), `null` when it resolved to
+ * none; then the label is {@link OTHER}, never the client's string.
+ * `connection` is the connection it went to (`null`: none). `span`, the
+ * call's span when its trace is sampled, becomes the exemplar of the
+ * duration's bucket.
  */
 export const recordCall = (
   context: Context.Context<never>,
-  tool: string,
+  method: string,
+  name: string | null,
   connection: string | null,
   outcome: CallOutcome,
   seconds: number,
   span?: { readonly traceId: string; readonly spanId: string } | undefined
 ): void => {
-  const toolLabel = connection === null ? "" : tool
-  callCounters(toolLabel)(connection ?? "")(outcome).updateUnsafe(1, slim(context))
-  const durations = callDurations(toolLabel)(outcome)
+  const label = nameLabel(name)
+  callCounters(label, connection ?? "", outcome).updateUnsafe(1, slim(context))
+  const durations = callDurations(CALL_METHODS.has(method) ? method : OTHER, label, outcome)
   durations.metric.updateUnsafe(seconds, slim(context))
   if (span !== undefined) {
     durations.exemplars.record({ value: seconds, traceId: span.traceId, spanId: span.spanId, timeMillis: Date.now() })
@@ -313,7 +365,7 @@ export const callActive = (context: Context.Context<never>, delta: number): void
 /** Why admission refused a request. */
 export type RefusalReason = "unauthenticated" | "forbidden" | "rate_limited" | "shed"
 
-const refusalByReason = memo((reason) => counter(admissionRefusals.id, { reason }))
+const refusalByReason = seriesOf((reason) => counter(admissionRefusals.id, { reason }))
 
 /** Records an admission refusal. */
 export const recordRefusal = (context: Context.Context<never>, reason: RefusalReason): void =>
@@ -322,7 +374,7 @@ export const recordRefusal = (context: Context.Context<never>, reason: RefusalRe
 /** Breaker states as gauge values. */
 export const BreakerStateValue = { Closed: 0, HalfOpen: 1, Open: 2 } as const
 
-const breakerByConnection = memo((connection) => gauge(breakerState.id, { connection }))
+const breakerByConnection = seriesOf((connection) => gauge(breakerState.id, { connection }))
 
 /** Sets the breaker state of `connection`. */
 export const recordBreakerState = (
@@ -334,8 +386,8 @@ export const recordBreakerState = (
 /** The caches Janus reports on (SPEC "Caches and their invalidation"). */
 export type CacheName = "config" | "token" | "secret" | "response" | "jwks" | (string & {})
 
-const cacheHits = memo((cache) => counter(cacheLookups.id, { cache, result: "hit" }))
-const cacheMisses = memo((cache) => counter(cacheLookups.id, { cache, result: "miss" }))
+const cacheHits = seriesOf((cache) => counter(cacheLookups.id, { cache, result: "hit" }))
+const cacheMisses = seriesOf((cache) => counter(cacheLookups.id, { cache, result: "miss" }))
 
 /** Records one lookup of `cache`. */
 export const recordCacheLookup = (context: Context.Context<never>, cache: CacheName, hit: boolean): void =>

@@ -313,7 +313,10 @@ export const layer: Layer.Layer<
           const tool = c.byName.get(request.name)
           if (tool === undefined) return yield* new ToolNotFound({ name: request.name })
           const record = yield* Effect.serviceOption(CurrentCall)
-          if (Option.isSome(record)) record.value.connection = tool.connection.name
+          if (Option.isSome(record)) {
+            record.value.connection = tool.connection.name
+            record.value.metricName = request.name
+          }
 
           // the caller's arguments as sent, before redaction rewrites any of them
           const validators = tool.validators ?? (yield* compileValidators(tool))
