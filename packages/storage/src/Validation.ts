@@ -25,6 +25,10 @@
  *   Schema object with `"type": "object"` that Ajv accepts (draft 2020-12 by
  *   default, draft-07 when `$schema` says so) and compiles. Ajv is loaded on the first such check, not at start-up (it is
  *   about 90 modules).
+ * - Every `pattern` and `patternProperties` key of those schemas runs on RE2
+ *   (`SchemaPatterns`): one that RE2 cannot run (a backreference, a
+ *   lookaround) is refused, naming where it is, the pattern and what is
+ *   expected.
  *
  * @since 0.1.0
  */
@@ -32,6 +36,7 @@ import { Effect, Schema, SchemaAST, SchemaIssue } from "effect"
 import { type JsonSchemaObject, ToolNamePattern } from "./Domain.ts"
 import { ALLOW_LIST_FORMS, parseAllowListEntry } from "./EgressAllowList.ts"
 import { InvalidInput, InvalidInputSchema, InvalidToolName, InvalidUrl, UndeclaredPathParam } from "./Errors.ts"
+import * as SchemaPatterns from "./SchemaPatterns.ts"
 import { isStorableText } from "./Storable.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
@@ -276,7 +281,13 @@ export const checkEndpointShape = (input: {
 const ajvModules = Effect.promise(() => Promise.all([import("ajv"), import("ajv/dist/2020.js")]))
 const makeAjv = (draft: "2020-12" | "draft-07") =>
   Effect.map(ajvModules, ([{ Ajv }, { Ajv2020 }]) => {
-    const options = { strict: false, validateFormats: false, allErrors: false } as const
+    // patterns compile on RE2 as they will run: one it cannot run fails the compile
+    const options = {
+      strict: false,
+      validateFormats: false,
+      allErrors: false,
+      code: { regExp: SchemaPatterns.regExpEngine }
+    } as const
     return draft === "2020-12" ? new Ajv2020(options) : new Ajv(options)
   })
 
@@ -312,6 +323,8 @@ export const checkInputSchema = (
   if ("properties" in schema && (schema.properties === null || typeof schema.properties !== "object")) {
     return fail(`"properties" must be an object`)
   }
+  const unsafe = SchemaPatterns.firstProblem(field, schema)
+  if (unsafe !== undefined) return fail(unsafe)
   return Effect.flatMap(makeAjv(draft), (ajv) => {
     if (!ajv.validateSchema(schema)) {
       return fail(ajv.errorsText(ajv.errors, { dataVar: "schema" }))

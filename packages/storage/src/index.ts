@@ -83,6 +83,7 @@ export { SecretCache } from "./SecretCache.ts"
 export * as Storable from "./Storable.ts"
 export { StorageHealth } from "./StorageHealth.ts"
 export { TokenCache } from "./TokenCache.ts"
+export * as SchemaPatterns from "./SchemaPatterns.ts"
 export * as Validation from "./Validation.ts"
 
 // Domain types and errors

@@ -12,6 +12,10 @@
  * - Two upstreams exposing one name (possible with prefixes): the connection
  *   whose name sorts first wins, the other tool is hidden.
  *
+ * **Arguments** are checked against the tool's `inputSchema` as the upstream
+ * listed it before the call is relayed (`ToolArguments.ts`); arguments that
+ * do not conform are answered as REST tools answer them, and nothing is sent.
+ *
  * **Calls** pass through progress (`_meta.progressToken` upstream, reported
  * through `request.progress`), cancellation (the request's `AbortSignal` or
  * fiber interruption aborts the upstream exchange; 2025 eras also get
@@ -62,6 +66,7 @@ import { toCallError, UpstreamError } from "./Errors.ts"
 import * as FederatedFeatures from "./FederatedFeatures.ts"
 import { HeldCalls } from "./HeldCalls.ts"
 import * as HeldCallState from "./HeldCallState.ts"
+import * as ToolArguments from "./ToolArguments.ts"
 import { type ExposedTool, type ToolOrigin } from "./ToolNames.ts"
 import { UpstreamAuth } from "./UpstreamAuth.ts"
 import * as UpstreamClient from "./UpstreamClient.ts"
@@ -177,6 +182,7 @@ const outcomeOf = (connection: string, tool: string, result: Readonly<Record<str
 const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions) {
   // held calls (bridging 2026-07-28 clients to 2025-era upstreams) when the gateway provides them
   const heldCalls = yield* Effect.serviceOption(HeldCalls)
+  const toolArguments = ToolArguments.make()
   let visible: ReadonlyArray<Tool> = []
   let visibleByName = new Map<string, Exposed>()
   let knownByName = new Map<string, Exposed>()
@@ -264,6 +270,14 @@ const make = Effect.fnUntraced(function*(options: UpstreamPool.FederationOptions
           progress: request.progress,
           log: relay.log
         })
+      }
+      // the arguments against the tool's input schema, before anything is sent (a resumed call's were checked)
+      const invalid = yield* toolArguments.check(
+        { connection: u.connection.name, tool: request.name, inputSchema: exposed.inputSchema },
+        request.arguments
+      )
+      if (invalid !== undefined) {
+        return yield* new InvalidToolArguments({ name: request.name, detail: invalid, asToolResult: true })
       }
       const session = u.session
       if (session === undefined) {

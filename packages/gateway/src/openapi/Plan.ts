@@ -20,14 +20,17 @@
  * - Skipped, with the reason: cookie parameters (a warning; the operation is
  *   kept), a required body that is not JSON, a path parameter whose name a
  *   path template cannot hold, a header parameter the gateway owns
- *   (`Authorization`, ...; a warning), two parameters with one name.
+ *   (`Authorization`, ...; a warning), two parameters with one name, and a
+ *   schema pattern the gateway's linear-time engine (RE2) cannot run (a
+ *   backreference, a lookaround: `SchemaPatterns` in storage; the reason
+ *   names the pattern and where it is). The rest of the document imports.
  * - Description: `summary`, then `description`, at most 4096 characters.
  * - The base URL: the caller's, else the first `servers` entry with its
  *   variables at their defaults, resolved against the document's URL.
  *
  * @since 0.1.0
  */
-import type { ArgumentLocation, Endpoint, HttpMethod } from "@janus/storage"
+import { type ArgumentLocation, type Endpoint, type HttpMethod, SchemaPatterns } from "@janus/storage"
 import { Predicate, Result } from "effect"
 import { createHash } from "node:crypto"
 import { ownedHeaders } from "../tools/RestRequest.ts"
@@ -295,6 +298,13 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
           }
         }
       }
+      const inputSchema = {
+        type: "object",
+        properties,
+        ...(required.length > 0 ? { required: [...new Set(required)] } : {})
+      }
+      // a pattern RE2 cannot run would make the endpoint's write fail: this operation alone is left out
+      problem ??= SchemaPatterns.firstProblem("inputSchema", inputSchema)
       if (problem !== undefined) {
         skip(problem)
         continue
@@ -311,11 +321,7 @@ export const plan = (doc: OpenApiDocument, options: PlanOptions = {}): Result.Re
         method: upper,
         pathTemplate: path,
         arguments: args,
-        inputSchema: {
-          type: "object",
-          properties,
-          ...(required.length > 0 ? { required: [...new Set(required)] } : {})
-        },
+        inputSchema,
         operationId
       })
     }

@@ -21,6 +21,16 @@
  * - A schema Ajv cannot compile makes the tool version refuse its calls
  *   with the reason (remembered like a compiled one: no call pays for a
  *   second attempt); it never runs unchecked.
+ * - Patterns (`pattern`, `patternProperties`) run on RE2, never on V8's
+ *   backtracking `RegExp` (`SchemaPatterns` in storage): matching is linear
+ *   in the text, and one call's matching stays within
+ *   `SchemaPatterns.MATCH_BUDGET` (past it the arguments are refused as too
+ *   large to check). A stored schema with a pattern RE2 cannot run (written
+ *   before this rule) is a schema that does not compile.
+ * - `schemaCompiler` and `check` are the same machinery for other tools'
+ *   schemas (the federated tools'); an Ajv instance is replaced after
+ *   `MAX_COMPILES_PER_INSTANCE` compiles, since it keeps every pattern it
+ *   compiled.
  *
  * Why Ajv, by hand around it: it is the JSON Schema validator storage
  * already uses to accept these schemas, and it compiles a schema to a
@@ -29,7 +39,7 @@
  *
  * @since 0.1.0
  */
-import { type Endpoint, Validation } from "@janus/storage"
+import { type Endpoint, SchemaPatterns, Validation } from "@janus/storage"
 import type { ErrorObject, ValidateFunction } from "ajv"
 import { Data, Effect, Predicate } from "effect"
 import { describeValue } from "../mcp/JsonRpc.ts"
@@ -72,7 +82,14 @@ interface AjvLike {
 // `import()` of a module already loaded answers from Node's module map.
 const ajvModules = Effect.promise(() => Promise.all([import("ajv"), import("ajv/dist/2020.js")]))
 
-const ajvOptions = {
+/**
+ * Compiles with one Ajv instance before a fresh one is made: an instance
+ * keeps every pattern it compiled (its code scope), and upstream servers
+ * may send ever-new schemas.
+ */
+export const MAX_COMPILES_PER_INSTANCE = 500
+
+const ajvOptions = (regExp: typeof SchemaPatterns.regExpEngine) => ({
   strict: false,
   strictNumbers: true,
   validateFormats: false,
@@ -81,30 +98,33 @@ const ajvOptions = {
   verbose: true,
   // compiled schemas are not kept by id or by object: tool schemas may repeat an $id, and
   // validators of old tool versions must be collectable
-  addUsedSchema: false
-} as const
+  addUsedSchema: false,
+  // patterns run on RE2 (linear time), never on V8's backtracking RegExp
+  code: { regExp }
+})
 
-/** Builds the validator cache. One Ajv instance per draft, created when first needed. */
-export const make = (): RestValidation => {
-  // a schema that does not compile is remembered too: a call must not cost a compile attempt
-  const compiled = new Map<string, ToolValidators | UnusableSchema>()
-  const instances = new Map<Draft, AjvLike>()
-
+/**
+ * Compiles JSON Schemas (the draft each declares) to validate functions,
+ * patterns on `regExp`; fails with the reason a schema cannot be compiled.
+ */
+export const schemaCompiler = (
+  regExp: typeof SchemaPatterns.regExpEngine = SchemaPatterns.regExpEngine
+): (schema: Readonly<Record<string, unknown>>) => Effect.Effect<ValidateFunction, string> => {
+  const instances = new Map<Draft, { readonly ajv: AjvLike; compiles: number }>()
+  const options = ajvOptions(regExp)
   const ajvFor = (draft: Draft) =>
     Effect.map(ajvModules, ([{ Ajv }, { Ajv2020 }]) => {
-      let ajv = instances.get(draft)
-      if (ajv === undefined) {
-        ajv = draft === "2020-12" ? new Ajv2020(ajvOptions) : new Ajv(ajvOptions)
-        instances.set(draft, ajv)
+      let instance = instances.get(draft)
+      if (instance === undefined || instance.compiles >= MAX_COMPILES_PER_INSTANCE) {
+        instance = { ajv: draft === "2020-12" ? new Ajv2020(options) : new Ajv(options), compiles: 0 }
+        instances.set(draft, instance)
       }
-      return ajv
+      instance.compiles++
+      return instance.ajv
     })
-
-  const compileSchema = (field: "inputSchema" | "outputSchema", schema: Readonly<Record<string, unknown>>) => {
+  return (schema) => {
     const draft = Validation.schemaDraft(schema)
-    if (draft === undefined) {
-      return Effect.fail(new UnusableSchema({ field, reason: `unsupported $schema ${JSON.stringify(schema.$schema)}` }))
-    }
+    if (draft === undefined) return Effect.fail(`unsupported $schema ${JSON.stringify(schema.$schema)}`)
     return Effect.flatMap(ajvFor(draft), (ajv) => {
       try {
         const validate = ajv.compile(schema)
@@ -112,12 +132,33 @@ export const make = (): RestValidation => {
         return Effect.succeed(validate)
       } catch (error) {
         ajv.removeSchema(schema)
-        return Effect.fail(
-          new UnusableSchema({ field, reason: error instanceof Error ? error.message : String(error) })
-        )
+        return Effect.fail(error instanceof Error ? error.message : String(error))
       }
     })
   }
+}
+
+/**
+ * What is wrong with `value` (under `root`, e.g. `arguments`) by `validate`,
+ * or undefined when it conforms; pattern matching within the budget.
+ */
+export const check = (validate: ValidateFunction, root: string, value: unknown): string | undefined => {
+  try {
+    return SchemaPatterns.withBudget(() => validate(value)) ? undefined : describeErrors(root, validate.errors)
+  } catch (error) {
+    if (error instanceof SchemaPatterns.PatternBudgetExceeded) return `${root}: ${error.message}`
+    throw error
+  }
+}
+
+/** Builds the validator cache. One Ajv instance per draft, created when first needed. */
+export const make = (): RestValidation => {
+  // a schema that does not compile is remembered too: a call must not cost a compile attempt
+  const compiled = new Map<string, ToolValidators | UnusableSchema>()
+  const compileWithAjv = schemaCompiler()
+
+  const compileSchema = (field: "inputSchema" | "outputSchema", schema: Readonly<Record<string, unknown>>) =>
+    Effect.mapError(compileWithAjv(schema), (reason) => new UnusableSchema({ field, reason }))
 
   const compile = (endpoint: Endpoint): Effect.Effect<ToolValidators, UnusableSchema> =>
     Effect.suspend(() => {
@@ -134,10 +175,10 @@ export const make = (): RestValidation => {
           undefined :
           yield* compileSchema("outputSchema", endpoint.outputSchema)
         const validators: ToolValidators = {
-          input: (args) => input(args) ? undefined : describeErrors("arguments", input.errors),
+          input: (args) => check(input, "arguments", args),
           output: output === undefined ?
             undefined :
-            (value) => output(value) ? undefined : describeErrors("structuredContent", output.errors)
+            (value) => check(output, "structuredContent", value)
         }
         compiled.set(key, validators)
         return validators
