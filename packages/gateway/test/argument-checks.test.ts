@@ -273,7 +273,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("tool argument
       const v1 = yield* connectV1
       const health = yield* UpstreamHealth
       yield* waitUntil(
-        Effect.map(health.get("up"), (s) => Option.isSome(s) && s.state === "healthy"),
+        Effect.map(health.get("up"), (s) => Option.isSome(s) && s.value.state === "healthy"),
         "the upstream to be healthy"
       )
       const initializes = seen.initializes

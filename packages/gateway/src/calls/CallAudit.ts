@@ -84,7 +84,7 @@ export class CallAudit extends Context.Service<CallAudit, {
                   sink(entry),
                   events.append({
                     topic: "calls",
-                    about: [entry.tool],
+                    about: [ClientText.recorded(call.tool)],
                     data: { ...entry, at: new Date(now).toISOString() }
                   })
                 )

@@ -17,7 +17,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, ChangeFeed, Connections } from "@janus/storage"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as SqlClient from "effect/sql/SqlClient"
 import { randomUUID } from "node:crypto"

@@ -10,11 +10,9 @@
  * that recovery takes a second of real time.
  */
 import { assert, layer } from "@effect/vitest"
-import { AuditLog, ClientTokens } from "@janus/storage"
+import { ClientTokens } from "@janus/storage"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient, HttpServer } from "effect/http"
-import { createHash } from "node:crypto"
-import * as Http from "node:http"
 import { load } from "../../src/config/JanusConfig.ts"
 import { OAuthLayer } from "../../src/oauth/index.ts"
 import * as OAuthVariables from "../../src/oauth/Variables.ts"
@@ -80,38 +78,6 @@ const listWith = (path: string, headers: Record<string, string>) =>
     HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base).href)),
     (url) => stateless(url, "tools/list", {}, headers)
   )
-
-/**
- * A request through node:http, which sends each value of an array as its own
- * header line (fetch would join them): two `Authorization` headers.
- */
-const rawRequest = (method: string, path: string, headers: Record<string, string | Array<string>>, body?: string) =>
-  Effect.flatMap(
-    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base))),
-    (url) =>
-      Effect.promise(() =>
-        new Promise<{ status: number; headers: Http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
-          const request = Http.request(url, { method, headers, agent: false }, (response) => {
-            let text = ""
-            response.setEncoding("utf8")
-            response.on("data", (chunk) => (text += chunk))
-            response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, text }))
-          })
-          request.on("error", reject)
-          request.end(body)
-        })
-      )
-  )
-
-/** The audit rows of refused authentications whose credential is `token`. */
-const refusedRows = (token: string) =>
-  Effect.gen(function*() {
-    const log = yield* AuditLog
-    yield* log.flush
-    const fingerprint = createHash("sha256").update(token).digest("hex").slice(0, 16)
-    const page = yield* log.query({ kind: "auth", limit: 500 })
-    return page.items.filter((r) => r.credentialFingerprint === fingerprint)
-  })
 
 const getJson = (path: string) =>
   Effect.gen(function*() {
