@@ -3,7 +3,15 @@ import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { defaults, describeUrl, InvalidConfiguration, load, unknownVariables } from "../src/config/JanusConfig.ts"
+import { display } from "../src/admin/Config.ts"
+import {
+  defaults,
+  describeUrl,
+  InvalidConfiguration,
+  load,
+  unknownVariables,
+  VARIABLES
+} from "../src/config/JanusConfig.ts"
 import * as OAuthOptions from "../src/oauth/Variables.ts"
 
 const withEnv = (env: Record<string, string>) =>
@@ -202,6 +210,9 @@ describe("JanusConfig", () => {
         `OAUTH_JWKS_URL, OAUTH_JWKS="https://offline.example.com": expected one source of signing keys per issuer ` +
         `(OAUTH_JWKS_URL, OAUTH_JWKS or OAUTH_JWKS_FILE), not 2`
       ])
+      // an inline set is shown as hidden (a pasted one may have held a private key), unset as unset
+      assert.strictEqual(display(settings.OAUTH_JWKS, VARIABLES.OAUTH_JWKS.secret), "(set, hidden)")
+      assert.isNull(display(defaults().OAUTH_JWKS, VARIABLES.OAUTH_JWKS.secret))
       Fs.rmSync(dir, { recursive: true })
     }))
 

@@ -98,6 +98,31 @@ export const readKeySetFileSync = (path: string): Result.Result<ReadonlyArray<Pu
   }
 }
 
+/**
+ * Checks an issuer's sources of signing keys (at most one of a JWKS URI, an
+ * inline set, a file), pushing each problem, labelled by `label`, to
+ * `problems`; the checked inline keys, when given.
+ */
+export const checkKeySources = (
+  sources: { readonly jwksUri?: string | undefined; readonly jwks?: unknown; readonly jwksFile?: string | undefined },
+  label: (what: string) => string,
+  problems: Array<string>
+): ReadonlyArray<PublicJwk> | undefined => {
+  const given = (["jwksUri", "jwks", "jwksFile"] as const).filter((name) => sources[name] !== undefined)
+  if (given.length > 1) {
+    problems.push(`${label(given.join(", "))}: give one source of signing keys, not ${given.length}`)
+  }
+  if (sources.jwksFile !== undefined) {
+    const read = readKeySetFileSync(sources.jwksFile)
+    if (Result.isFailure(read)) problems.push(`${label("jwksFile")}: ${read.failure}`)
+  }
+  if (sources.jwks === undefined) return undefined
+  const checked = checkKeySet(sources.jwks, label("jwks"))
+  if (Result.isSuccess(checked)) return checked.success
+  problems.push(checked.failure)
+  return undefined
+}
+
 /** Reads `path` (a refresh); fails with the reason in words. */
 export const readKeySetFile = (path: string): Effect.Effect<ReadonlyArray<PublicJwk>, string> =>
   Effect.flatMap(Effect.sync(() => readKeySetFileSync(path)), Effect.fromResult)

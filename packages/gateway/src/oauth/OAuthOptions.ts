@@ -44,8 +44,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Result, Schema } from "effect"
-import { checkKeySet, type PublicJwk, readKeySetFileSync } from "../config/LocalKeySet.ts"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { checkKeySources, type PublicJwk } from "../config/LocalKeySet.ts"
 import { normalizeIssuer } from "../config/Urls.ts"
 import {
   canonicalResource,
@@ -269,24 +269,7 @@ const checkServer = (
   if (options.jwksUri !== undefined) {
     checkUrl(label("jwksUri"), options.jwksUri, problems, allowInsecureHttp, { query: true })
   }
-  const sources = [
-    options.jwksUri === undefined ? [] : ["jwksUri"],
-    options.jwks === undefined ? [] : ["jwks"],
-    options.jwksFile === undefined ? [] : ["jwksFile"]
-  ].flat()
-  if (sources.length > 1) {
-    problems.push(`${label(sources.join(", "))}: give one source of signing keys, not ${sources.length}`)
-  }
-  let jwks: ReadonlyArray<PublicJwk> | undefined
-  if (options.jwks !== undefined) {
-    const checked = checkKeySet(options.jwks, label("jwks"))
-    if (Result.isFailure(checked)) problems.push(checked.failure)
-    else jwks = checked.success
-  }
-  if (options.jwksFile !== undefined) {
-    const checked = readKeySetFileSync(options.jwksFile)
-    if (Result.isFailure(checked)) problems.push(`${label("jwksFile")}: ${checked.failure}`)
-  }
+  const jwks = checkKeySources(options, label, problems)
   const algorithms = options.algorithms === undefined
     ? defaults.algorithms
     : checkAlgorithms(label("algorithms"), options.algorithms, problems)
