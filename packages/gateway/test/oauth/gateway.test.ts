@@ -10,9 +10,11 @@
  * that recovery takes a second of real time.
  */
 import { assert, layer } from "@effect/vitest"
-import { ClientTokens } from "@janus/storage"
+import { AuditLog, ClientTokens } from "@janus/storage"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient, HttpServer } from "effect/http"
+import { createHash } from "node:crypto"
+import * as Http from "node:http"
 import { load } from "../../src/config/JanusConfig.ts"
 import { OAuthLayer } from "../../src/oauth/index.ts"
 import * as OAuthVariables from "../../src/oauth/Variables.ts"
@@ -78,6 +80,38 @@ const listWith = (path: string, headers: Record<string, string>) =>
     HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base).href)),
     (url) => stateless(url, "tools/list", {}, headers)
   )
+
+/**
+ * A request through node:http, which sends each value of an array as its own
+ * header line (fetch would join them): two `Authorization` headers.
+ */
+const rawRequest = (method: string, path: string, headers: Record<string, string | Array<string>>, body?: string) =>
+  Effect.flatMap(
+    HttpServer.addressFormattedWith((base) => Effect.succeed(new URL(path, base))),
+    (url) =>
+      Effect.promise(() =>
+        new Promise<{ status: number; headers: Http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+          const request = Http.request(url, { method, headers, agent: false }, (response) => {
+            let text = ""
+            response.setEncoding("utf8")
+            response.on("data", (chunk) => (text += chunk))
+            response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, text }))
+          })
+          request.on("error", reject)
+          request.end(body)
+        })
+      )
+  )
+
+/** The audit rows of refused authentications whose credential is `token`. */
+const refusedRows = (token: string) =>
+  Effect.gen(function*() {
+    const log = yield* AuditLog
+    yield* log.flush
+    const fingerprint = createHash("sha256").update(token).digest("hex").slice(0, 16)
+    const page = yield* log.query({ kind: "auth", limit: 500 })
+    return page.items.filter((r) => r.credentialFingerprint === fingerprint)
+  })
 
 const getJson = (path: string) =>
   Effect.gen(function*() {
@@ -231,5 +265,82 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
         assert.strictEqual(refused.status, 401, aud)
         assert.include(refused.headers.get("www-authenticate")!, "The token was not issued for this resource")
       }
+    }))
+
+  it.effect("two Authorization headers, or two credentials in one: 400 invalid_request on /mcp and /api/v1", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      const good = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, scope: "mcp:tools janus:admin" }))
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+      const mcpHeaders = {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/list"
+      }
+      const variants: ReadonlyArray<string | Array<string>> = [
+        [`Bearer ${good}`, "Bearer jns_somebody-else"],
+        ["Bearer jns_somebody-else", `Bearer ${good}`],
+        `Bearer ${good}, Bearer jns_somebody-else`,
+        `Bearer ${good},x`
+      ]
+      for (const authorization of variants) {
+        const mcp = yield* rawRequest("POST", "/mcp", { ...mcpHeaders, authorization }, body)
+        assert.strictEqual(mcp.status, 400, `/mcp ${JSON.stringify(authorization).slice(0, 40)}`)
+        assert.include(String(mcp.headers["www-authenticate"]), `error="invalid_request"`)
+        assert.include(mcp.text, "more than one credential")
+        const admin = yield* rawRequest("GET", "/api/v1/connections", { authorization })
+        assert.strictEqual(admin.status, 400, `/api/v1 ${JSON.stringify(authorization).slice(0, 40)}`)
+        assert.include(String(admin.headers["www-authenticate"]), `error="invalid_request"`)
+        assert.strictEqual(JSON.parse(admin.text).error.code, "invalid_request")
+      }
+      // one of them alone is fine
+      const alone = yield* rawRequest("GET", "/api/v1/connections", { authorization: `Bearer ${good}` })
+      assert.strictEqual(alone.status, 200, alone.text)
+      assert.strictEqual((yield* listWith("/mcp", { authorization: `Bearer ${good}` })).status, 200)
+    }))
+
+  it.effect("the audit row of a refused authentication says why, on /mcp and /api/v1", () =>
+    Effect.gen(function*() {
+      const server = yield* TestAuthServer
+      const cases: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+        ["expired", { exp: now() - 3_600, iat: now() - 7_200 }],
+        ["wrong_audience", { aud: `${RESOURCE}/` }],
+        ["sender_constrained", { cnf: { jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" } }],
+        ["lifetime_too_long", { exp: now() + 100 * 365 * 86_400 }],
+        ["untrusted_issuer", { iss: "https://evil.example.com" }]
+      ]
+      let ip = 0
+      // refusal rows are sampled per address, outcome and reason: each case is an address of its own
+      const from = () => ({ "x-forwarded-for": `198.51.100.${++ip}` })
+      for (const [reason, extra] of cases) {
+        const token = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, ...extra }))
+        assert.strictEqual((yield* listWith("/mcp", { authorization: `Bearer ${token}`, ...from() })).status, 401)
+        const admin = yield* rawRequest("GET", "/api/v1/connections", { authorization: `Bearer ${token}`, ...from() })
+        assert.strictEqual(admin.status, 401, reason)
+        const rows = yield* refusedRows(token)
+        assert.deepStrictEqual(rows.map((r) => [r.action, r.reason, r.status]).sort(), [
+          ["admin", reason, 401],
+          ["mcp", reason, 401]
+        ])
+      }
+      // a valid token without the admin scope: insufficient_scope on the admin API
+      const narrow = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE }))
+      const step = yield* rawRequest("GET", "/api/v1/connections", { authorization: `Bearer ${narrow}`, ...from() })
+      assert.strictEqual(step.status, 403)
+      assert.deepStrictEqual((yield* refusedRows(narrow)).map((r) => r.reason), ["insufficient_scope"])
+      // what the audit API of Studio answers carries it too
+      // a token of its own (the first case signed the same claims, maybe in the same second)
+      const expired = yield* sign(
+        rsa.RS256!,
+        claims(server, now(), { aud: RESOURCE, exp: now() - 3_600, iat: now() - 7_200, jti: "audit-api" })
+      )
+      yield* listWith("/mcp", { authorization: `Bearer ${expired}`, ...from() })
+      const admin = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, scope: "janus:admin" }))
+      const api = yield* rawRequest("GET", "/api/v1/audit?kind=auth&limit=500", { authorization: `Bearer ${admin}` })
+      assert.strictEqual(api.status, 200)
+      const fingerprint = createHash("sha256").update(expired).digest("hex").slice(0, 16)
+      const found = JSON.parse(api.text).items.filter((r: any) => r.credentialFingerprint === fingerprint)
+      assert.deepStrictEqual(found.map((r: any) => r.reason), ["expired"])
     }))
 })
