@@ -311,10 +311,11 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
         ["untrusted_issuer", { iss: "https://evil.example.com" }]
       ]
       let ip = 0
-      // refusal rows are sampled per address, outcome and reason: each case is an address of its own
+      // refusal rows are sampled per address, outcome and reason: each case is an address of its own, and each
+      // token has a jti of its own, so no earlier test signed the same claims in the same second
       const from = () => ({ "x-forwarded-for": `198.51.100.${++ip}` })
       for (const [reason, extra] of cases) {
-        const token = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, ...extra }))
+        const token = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, jti: `audit-${reason}`, ...extra }))
         assert.strictEqual((yield* listWith("/mcp", { authorization: `Bearer ${token}`, ...from() })).status, 401)
         const admin = yield* rawRequest("GET", "/api/v1/connections", { authorization: `Bearer ${token}`, ...from() })
         assert.strictEqual(admin.status, 401, reason)
@@ -325,7 +326,7 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
         ])
       }
       // a valid token without the admin scope: insufficient_scope on the admin API
-      const narrow = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE }))
+      const narrow = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, jti: "audit-narrow" }))
       const step = yield* rawRequest("GET", "/api/v1/connections", { authorization: `Bearer ${narrow}`, ...from() })
       assert.strictEqual(step.status, 403)
       assert.deepStrictEqual((yield* refusedRows(narrow)).map((r) => r.reason), ["insufficient_scope"])

@@ -258,7 +258,7 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("/metrics after
       assert.strictEqual(sample(calls, { outcome: "breaker_open", tool: "flaky_fail", connection: "flaky" })?.value, 1)
       assert.strictEqual(sample(calls, { outcome: "ok", tool: "slow", connection: "pets" })?.value, 3)
       // a shed call never resolved its tool: the client-chosen name is not a label
-      assert.strictEqual(sample(calls, { outcome: "shed", tool: "", connection: "" })?.value, 3)
+      assert.strictEqual(sample(calls, { outcome: "shed", tool: "other", connection: "" })?.value, 3)
 
       const latency = family(families, "mcp_server_operation_duration_seconds")
       assert.strictEqual(latency.type, "histogram")
