@@ -56,8 +56,8 @@ import {
   type StorageError,
   VersionConflict
 } from "./Errors.ts"
-import * as StdioEnvironment from "./StdioEnvironment.ts"
 import { duplicateName, json, storageError, toDate, toNumber } from "./internal/sql.ts"
+import * as StdioEnvironment from "./StdioEnvironment.ts"
 import { checkEgressAllowList, checkHttpUrl, checkVersion, decodeInput } from "./Validation.ts"
 
 export type ConnectionWriteError = InvalidInput | InvalidUrl | DuplicateName | StorageError

@@ -96,7 +96,9 @@ export const compile = (source: string): Result.Result<RE2JS, string> => {
   }
   const size = re.programSize()
   if (size > MAX_PROGRAM_SIZE) {
-    return Result.fail(`compiles to ${size} RE2 instructions, more than ${MAX_PROGRAM_SIZE} (lower its repetition counts)`)
+    return Result.fail(
+      `compiles to ${size} RE2 instructions, more than ${MAX_PROGRAM_SIZE} (lower its repetition counts)`
+    )
   }
   return Result.succeed(re)
 }
@@ -173,7 +175,11 @@ export const lenientRegExpEngine = engine(true)
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const segmentText = (segment: string | number) =>
-  typeof segment === "number" ? `[${segment}]` : identifier.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`
+  typeof segment === "number"
+    ? `[${segment}]`
+    : identifier.test(segment)
+    ? `.${segment}`
+    : `[${JSON.stringify(segment)}]`
 
 /** Keywords whose value is one subschema. */
 const single = [

@@ -41,9 +41,9 @@ export {
   type CreatedClientToken
 } from "./ClientTokens.ts"
 export { Connections, type ConnectionWriteError, StdioAllowList } from "./Connections.ts"
-export * as StdioEnvironment from "./StdioEnvironment.ts"
 export { Endpoints, type EndpointWriteError } from "./Endpoints.ts"
 export { MAX_SECRET_BYTES, Secrets } from "./Secrets.ts"
+export * as StdioEnvironment from "./StdioEnvironment.ts"
 export { VirtualServers, type VirtualServerWriteError } from "./VirtualServers.ts"
 
 // Audit log and MCP sessions
@@ -79,11 +79,11 @@ export {
 } from "./EventLog.ts"
 export * as Instants from "./Instants.ts"
 export { MasterKey } from "./MasterKey.ts"
+export * as SchemaPatterns from "./SchemaPatterns.ts"
 export { SecretCache } from "./SecretCache.ts"
 export * as Storable from "./Storable.ts"
 export { StorageHealth } from "./StorageHealth.ts"
 export { TokenCache } from "./TokenCache.ts"
-export * as SchemaPatterns from "./SchemaPatterns.ts"
 export * as Validation from "./Validation.ts"
 
 // Domain types and errors

@@ -214,7 +214,9 @@ for (const backend of backends<Services>(postgres)) {
           // short of rewriting the head)
           const { chain: recomputed } = yield* chainOf10("last-recomputed")
           const recomputedId = yield* idAt(recomputed, 10)
-          const [last] = yield* sql<SelectRow>`SELECT ${sql.literal(COLUMNS)} FROM audit_records WHERE id = ${recomputedId}`
+          const [last] = yield* sql<SelectRow>`SELECT ${
+            sql.literal(COLUMNS)
+          } FROM audit_records WHERE id = ${recomputedId}`
           const elsewhere = yield* hashAt(recomputed, 8)
           yield* sql`UPDATE audit_records SET prev_hash = ${elsewhere},
             hash = ${hashOf(recomputed, 10, elsewhere, storedRow(last!))} WHERE id = ${recomputedId}`

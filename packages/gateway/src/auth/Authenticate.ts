@@ -98,9 +98,17 @@ export const make = (options: AuthenticateOptions): Authenticate => {
   } satisfies Record<Reason, unknown>
 
   const refuse = (reason: Reason, refusal: AdmissionRefused, detail: RefusalReason.RefusalReason) =>
-    Effect.andThen(Metric.update(counters[reason], 1), Effect.fail(
-      new AdmissionRefused({ status: refusal.status, message: refusal.message, headers: refusal.headers, reason: detail })
-    ))
+    Effect.andThen(
+      Metric.update(counters[reason], 1),
+      Effect.fail(
+        new AdmissionRefused({
+          status: refusal.status,
+          message: refusal.message,
+          headers: refusal.headers,
+          reason: detail
+        })
+      )
+    )
 
   const storeDown = new AdmissionRefused({ status: 503, message: STORE_DOWN, headers: AuthHeaders.unavailable })
 

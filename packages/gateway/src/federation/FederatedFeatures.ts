@@ -45,6 +45,7 @@ import { type ChangeKind, type FeatureCapabilities, Features, RESOURCE_NOT_FOUND
 import { ProtocolError } from "../mcp/JsonRpc.ts"
 import { Meta } from "../mcp/Protocol.ts"
 import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
+import * as ClientText from "../observability/ClientText.ts"
 import { Redactor } from "../redaction/index.ts"
 import { type UpstreamError } from "./Errors.ts"
 import { qualify } from "./FeatureNames.ts"
@@ -52,7 +53,6 @@ import { type Collision, type RouteTarget, type View, viewOf } from "./FeatureVi
 import * as ResourceSubscriptions from "./ResourceSubscriptions.ts"
 import { type Params } from "./upstream/Wire.ts"
 import type { Upstream, UpstreamPool } from "./UpstreamPool.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 /** The result as the gateway passes it on: no `resultType`, no upstream `serverInfo` `_meta`. */
 const clean = (result: Params): Params => {

@@ -159,7 +159,10 @@ export const make = (): ToolArguments => {
           byObject.set(schema, { _tag: "unchecked" })
           for (const [text, cached] of byText) if (cached === entry) byText.set(text, { _tag: "unchecked" })
           return Effect.as(
-            warn(tool, `the gateway no longer checks its arguments: checking them failed (${(error as Error).message})`),
+            warn(
+              tool,
+              `the gateway no longer checks its arguments: checking them failed (${(error as Error).message})`
+            ),
             undefined
           )
         }

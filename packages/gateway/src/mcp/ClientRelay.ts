@@ -29,10 +29,10 @@
  * @since 0.1.0
  */
 import { Effect, Option, Predicate, Stream } from "effect"
+import * as ClientText from "../observability/ClientText.ts"
 import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { type RelayHooks, RelayRefused } from "./Relay.ts"
 import { type McpSessionStore, newStreamId } from "./Sessions.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 /** RFC 5424 severities as MCP names them, lowest first. */
 export const LOG_LEVELS: ReadonlyArray<string> = [

@@ -30,6 +30,7 @@
  * @since 0.1.0
  */
 import { Effect, Option, Predicate } from "effect"
+import * as ClientText from "../observability/ClientText.ts"
 import * as Cursor from "./Cursor.ts"
 import type { CallContext } from "./Dispatcher.ts"
 import { type FeatureCapabilities, type FeatureKind, Features, ROUTED_METHODS } from "./Features.ts"
@@ -37,7 +38,6 @@ import type { McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode } from "./Protocol.ts"
 import { ToolCallRefused } from "./ToolCatalog.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 const LISTS: Readonly<Record<string, readonly [FeatureKind, string]>> = {
   "resources/list": ["resources", "resources"],
@@ -192,10 +192,9 @@ export const make = (
           Effect.fail(
             new ProtocolError({
               code: ErrorCode.internalError,
-              message:
-                `Internal error during ${method} of '${
-                  ClientText.echoed(route.label)
-                }'; the gateway logged the cause, retry or report it`,
+              message: `Internal error during ${method} of '${
+                ClientText.echoed(route.label)
+              }'; the gateway logged the cause, retry or report it`,
               status: 200
             })
           )

@@ -33,9 +33,9 @@
  */
 import { Data, Duration, Effect, Exit, Option, Predicate, Schema } from "effect"
 import { McpSchema } from "effect/ai"
+import * as ClientText from "../observability/ClientText.ts"
 import { answerWithoutClient, capabilityOf, type RelayHooks } from "./Relay.ts"
 import type { CallToolResult, InputRequest, InputRequiredResult, ToolCallOutcome } from "./ToolCatalog.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 /**
  * Rounds of one call at most. The official SDK clients stop at 10 rounds

@@ -23,6 +23,7 @@
  */
 import { Clock, Effect, Exit, Option, Predicate } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as ClientText from "../observability/ClientText.ts"
 import type { Caller } from "./Caller.ts"
 import { Dispatcher } from "./Dispatcher.ts"
 import * as HttpReply from "./HttpReply.ts"
@@ -36,7 +37,6 @@ import {
   STATEFUL_VERSIONS
 } from "./Protocol.ts"
 import { type McpSession, McpSessionStore, newSessionId } from "./Sessions.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 // the store's `lastSeenAt` drives expiry; writing it on every request would cost a round trip each
 const TOUCH_EVERY_MS = 30_000

@@ -42,6 +42,7 @@
  */
 import { Cause, Deferred, type Duration, Effect, Exit, Option, Predicate, Queue, type Scope, Stream } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as ClientText from "../observability/ClientText.ts"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher, isKnownMethod } from "./Dispatcher.ts"
@@ -74,7 +75,6 @@ import {
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
 import type { HeaderBinding } from "./ToolList.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 /** @since 0.1.0 */
 export interface StatelessOptions {
@@ -178,9 +178,9 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     }
     if (claim !== version) {
       return ProtocolError.headerMismatch(
-        `MCP-Protocol-Version header '${ClientText.echoed(version)}' does not match params._meta["${Meta.protocolVersion}"] '${
-          ClientText.echoed(claim)
-        }'`
+        `MCP-Protocol-Version header '${
+          ClientText.echoed(version)
+        }' does not match params._meta["${Meta.protocolVersion}"] '${ClientText.echoed(claim)}'`
       )
     }
     if (!Predicate.isReadonlyObject(meta[Meta.clientCapabilities])) {

@@ -29,6 +29,7 @@
  * @since 0.1.0
  */
 import { Effect, Predicate } from "effect"
+import * as ClientText from "../observability/ClientText.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { CallContext } from "./Dispatcher.ts"
 import type { McpGuard } from "./Guard.ts"
@@ -45,7 +46,6 @@ import {
   ToolCallRefused,
   type ToolCatalog
 } from "./ToolCatalog.ts"
-import * as ClientText from "../observability/ClientText.ts"
 
 /** The client capabilities an input request needs that `declared` lacks. */
 export const missingCapabilities = (
@@ -108,7 +108,9 @@ const inputErrorResult = (error: InvalidToolArguments): CallToolResult => ({
 const internalError = (name: string): ProtocolError =>
   new ProtocolError({
     code: ErrorCode.internalError,
-    message: `Internal error while calling tool '${ClientText.echoed(name)}'; the gateway logged the cause, retry or report it`,
+    message: `Internal error while calling tool '${
+      ClientText.echoed(name)
+    }'; the gateway logged the cause, retry or report it`,
     status: 200
   })
 

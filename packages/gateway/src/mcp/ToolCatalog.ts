@@ -25,8 +25,8 @@
  */
 import { Context, Effect, Layer, Option, PubSub, Schema, Stream } from "effect"
 import type { McpSchema } from "effect/ai"
-import type { Caller } from "./Caller.ts"
 import * as ClientText from "../observability/ClientText.ts"
+import type { Caller } from "./Caller.ts"
 
 /** A tool definition as sent on the wire. */
 export type Tool = typeof McpSchema.Tool.Encoded
@@ -125,7 +125,9 @@ export type ToolCallError = ToolNotFound | InvalidToolArguments | ToolCallRefuse
 export const describeToolCallError = (error: ToolCallError): string => {
   switch (error._tag) {
     case "ToolNotFound":
-      return `Unknown tool '${ClientText.echoed(error.name)}': no tool of that name is available to this caller; call tools/list for the available tools`
+      return `Unknown tool '${
+        ClientText.echoed(error.name)
+      }': no tool of that name is available to this caller; call tools/list for the available tools`
     case "InvalidToolArguments":
       return `Invalid arguments for tool '${ClientText.echoed(error.name)}': ${error.detail}`
     case "ToolCallRefused":

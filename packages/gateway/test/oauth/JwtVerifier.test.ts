@@ -115,7 +115,11 @@ describe("JwtVerifier: valid tokens", () => {
     Effect.gen(function*() {
       const { server, verifier } = yield* setup({ additionalAudiences: ["https://janus-api/"] })
       yield* verifier.verify(yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://janus-api/" })))
-      yield* rejected(verifier, yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://janus-api" })), "wrong_audience")
+      yield* rejected(
+        verifier,
+        yield* sign(rsa.RS256!, claims(server, NOW, { aud: "https://janus-api" })),
+        "wrong_audience"
+      )
     }))
 
   it.effect("accepts a token expired by less than the clock skew", () =>
@@ -268,8 +272,16 @@ describe("JwtVerifier: claims", () => {
   it.effect("refuses a sender-constrained token (cnf: DPoP jkt or mTLS x5t#S256) presented as a bearer token", () =>
     Effect.gen(function*() {
       const { server, verifier } = yield* setup()
-      for (const cnf of [{ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" }, { "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2" }]) {
-        const error = yield* rejected(verifier, yield* sign(rsa.RS256!, claims(server, NOW, { cnf })), "sender_constrained")
+      for (
+        const cnf of [{ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" }, {
+          "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"
+        }]
+      ) {
+        const error = yield* rejected(
+          verifier,
+          yield* sign(rsa.RS256!, claims(server, NOW, { cnf })),
+          "sender_constrained"
+        )
         assert.include(error.message, "cnf")
         assert.include(error.message, "Bearer")
       }

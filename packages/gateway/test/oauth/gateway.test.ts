@@ -233,7 +233,11 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
   it.effect("a cnf-bound token is refused as a bearer token; Authorization: DPoP says DPoP is not supported", () =>
     Effect.gen(function*() {
       const server = yield* TestAuthServer
-      for (const cnf of [{ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" }, { "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsX" }]) {
+      for (
+        const cnf of [{ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" }, {
+          "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsX"
+        }]
+      ) {
         const bound = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, cnf }))
         const refused = yield* list("/mcp", bound)
         assert.strictEqual(refused.status, 401, JSON.stringify(cnf))
@@ -250,7 +254,10 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
         assert.include(dpop.text, "DPoP-bound tokens are not supported")
       }
       // the same token without cnf is fine
-      assert.strictEqual((yield* list("/mcp", yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE })))).status, 200)
+      assert.strictEqual(
+        (yield* list("/mcp", yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE })))).status,
+        200
+      )
     }))
 
   it.effect("a token for a century, or for /mcp/ or HTTP://..., is refused on /mcp", () =>
@@ -315,7 +322,10 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("OAuth through 
       // token has a jti of its own, so no earlier test signed the same claims in the same second
       const from = () => ({ "x-forwarded-for": `198.51.100.${++ip}` })
       for (const [reason, extra] of cases) {
-        const token = yield* sign(rsa.RS256!, claims(server, now(), { aud: RESOURCE, jti: `audit-${reason}`, ...extra }))
+        const token = yield* sign(
+          rsa.RS256!,
+          claims(server, now(), { aud: RESOURCE, jti: `audit-${reason}`, ...extra })
+        )
         assert.strictEqual((yield* listWith("/mcp", { authorization: `Bearer ${token}`, ...from() })).status, 401)
         const admin = yield* rawRequest("GET", "/api/v1/connections", { authorization: `Bearer ${token}`, ...from() })
         assert.strictEqual(admin.status, 401, reason)

@@ -207,7 +207,7 @@ export const Audit = () => {
               <td>{r.tool}</td>
               <td>
                 <span class={`badge ${r.outcome === "ok" ? "closed" : "open"}`}>{r.outcome}</span>
-                {typeof r.reason === "string" && r.reason !== "" ? <> {r.reason}</> : null}
+                {typeof r.reason === "string" && r.reason !== "" ? <>{r.reason}</> : null}
               </td>
               <td title={r.identity}>{callerOf(r, names)}</td>
               <td>{r.connection ?? "—"}</td>
