@@ -5,8 +5,8 @@
  * - kill -9 of one replica: only the calls in flight on it fail; clients
  *   carry on through the others; the event stream it served resumes on
  *   another replica with `Last-Event-ID`, with no gap and no duplicate.
- * - Redis killed: the documented fallback holds (limits per replica, same
- *   policy, calls keep working), and Redis is used again once it is back.
+ * - Redis killed: the documented fallback holds (limits per replica, each with
+ *   its share of the policy, calls keep working), and Redis is used again once it is back.
  * - Postgres restarted: `/readyz` goes 503 then 200 on every replica; every
  *   call accepted meanwhile has its audit record and its `calls` event
  *   afterwards (the writers retry), none twice.
@@ -132,7 +132,7 @@ describe.skipIf(!requireClusterTools())("cluster: failures", () => {
   const fallbacks = async (replica: Cluster["replicas"][number]) =>
     await counter(replica, "janus_limiter_fallback", "tier=\"identity\"")
 
-  it("Redis killed: calls go on, each replica limits on its own with the same policy, Redis is used again when back", async () => {
+  it("Redis killed: calls go on, each replica limits on its own with its share of the policy, Redis is used again when back", async () => {
     const tokens = await Promise.all([1, 2, 3].map(() => clientToken(cluster).then((t) => t.token)))
     await cluster.redis.kill()
     // a fixed amount of work while Redis is down (not what fits in a time window, which a busy machine
@@ -160,8 +160,10 @@ describe.skipIf(!requireClusterTools())("cluster: failures", () => {
     const elapsedS = (Date.now() - started) / 1000
     const ok = statuses.filter((s) => s === 200).length
     assert.strictEqual(ok + statuses.filter((s) => s === 429).length, statuses.length, String(statuses))
-    assert.isAtMost(ok, IDENTITY_LIMIT.burst + Math.ceil(IDENTITY_LIMIT.rate * elapsedS) + 1)
-    assert.isAtLeast(ok, IDENTITY_LIMIT.burst)
+    // a fallback decides with this replica's share of the limit: burst and rate divided by the replicas it
+    // saw in Redis, 3, or 4 while the instance the kill -9 test replaced is still within its heartbeat TTL
+    assert.isAtMost(ok, Math.floor(IDENTITY_LIMIT.burst / 3) + Math.ceil((IDENTITY_LIMIT.rate / 3) * elapsedS) + 1)
+    assert.isAtLeast(ok, Math.floor(IDENTITY_LIMIT.burst / 4))
 
     // back: after the limiter's retry delay, decisions are taken in Redis again (the fallback count stops)
     await cluster.redis.start()

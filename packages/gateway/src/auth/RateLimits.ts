@@ -46,6 +46,9 @@
  * - Hot path: per tier the consume options, metric handles and header values
  *   are computed once; a decision allocates only effect's own bookkeeping.
  *
+ * Over 450 lines: the tiers, their Redis store and the fallback to this
+ * instance's share are one decision (admit or not) and read best together.
+ *
  * @since 0.1.0
  */
 import { Clock, Duration, Effect, Exit, Fiber, Metric, type Redacted, Schedule, Schema, type Scope } from "effect"

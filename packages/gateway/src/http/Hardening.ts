@@ -97,18 +97,26 @@ export const createServer = (limits: Partial<ServerLimits> = {}): Http.Server =>
  * only: runs before any other request listener.
  */
 export const keepDuplicateCredentials = (server: Http.Server): Http.Server =>
-  server.prependListener("request", (request: Http.IncomingMessage) => {
-    const raw = request.rawHeaders
-    let values: Array<string> | undefined
-    let count = 0
-    for (let i = 0; i < raw.length; i += 2) {
-      if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization") {
-        count++
-        ;(values ??= []).push(raw[i + 1]!)
-      }
+  server.prependListener("request", joinCredentials)
+
+/**
+ * Listeners that only prepare a request and never answer it: the starting-time
+ * responder (`Startup.answerUntilServed`) does not take them for the router.
+ */
+export const isPreparation = (listener: unknown): boolean => listener === joinCredentials
+
+function joinCredentials(request: Http.IncomingMessage): void {
+  const raw = request.rawHeaders
+  let values: Array<string> | undefined
+  let count = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization") {
+      count++
+      ;(values ??= []).push(raw[i + 1]!)
     }
-    if (count > 1) request.headers.authorization = values!.join(", ")
-  })
+  }
+  if (count > 1) request.headers.authorization = values!.join(", ")
+}
 
 /** A whole HTTP/1.1 response with a JSON body `{ error, message }`, closing the connection. */
 const rawResponse = (status: string, error: string, message: string): string => {

@@ -22,6 +22,7 @@
  * @since 0.1.0
  */
 import type * as Http from "node:http"
+import { isPreparation } from "./Hardening.ts"
 
 const STARTING_BODY = JSON.stringify({
   status: "starting",
@@ -37,9 +38,10 @@ const STOPPING_BODY = JSON.stringify({
 export const answerUntilServed = <S extends Http.Server>(server: S): S => {
   // set once another request listener (the router) has been added: without one after that, the gateway is stopping
   let served = false
-  server.on("request", (request: Http.IncomingMessage, response: Http.ServerResponse) => {
-    // the router (or any other handler) is installed: it answers
-    if (server.listenerCount("request") > 1) return
+  const answer = (request: Http.IncomingMessage, response: Http.ServerResponse) => {
+    // the router (or any other handler) is installed: it answers (a listener that only prepares requests,
+    // such as the one joining duplicate credentials, answers nothing)
+    if (server.listeners("request").some((listener) => listener !== answer && !isPreparation(listener))) return
     const path = (request.url ?? "/").split("?")[0]
     if (request.method === "GET" && path === "/healthz") {
       response.writeHead(200, { "content-type": "application/json" })
@@ -48,9 +50,10 @@ export const answerUntilServed = <S extends Http.Server>(server: S): S => {
     }
     response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
     response.end(served ? STOPPING_BODY : STARTING_BODY)
-  })
-  server.on("newListener", (event: string | symbol) => {
-    if (event === "request") served = true
+  }
+  server.on("request", answer)
+  server.on("newListener", (event: string | symbol, listener: unknown) => {
+    if (event === "request" && !isPreparation(listener)) served = true
   })
   return server
 }

@@ -42,6 +42,9 @@
  *
  * Every mistake is reported at once, one line each, in `OAuthConfigError`.
  *
+ * Over 450 lines: every OAuth setting is checked here, once, with the
+ * message that names it; splitting the checks would split one table.
+ *
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Layer, Schema } from "effect"
