@@ -35,9 +35,17 @@
  *   assumes it is alone. A command that fails (the client is offline:
  *   commands are never queued while disconnected) or does not answer within
  *   `timeout` (default `DEFAULT_REDIS_TIMEOUT`, 250 ms) switches to memory
- *   for `retryAfter` (default 1 s), then the next request probes Redis again. Each switch is logged once (warning
- *   down, info back); every decision taken in memory while Redis is
- *   configured counts in `janus.limiter.fallback{tier}`.
+ *   for `retryAfter` (default 1 s), then the next request probes Redis
+ *   again. Each switch is logged once (warning down, info back); every
+ *   decision taken in memory while Redis is configured counts in
+ *   `janus.limiter.fallback{tier}`.
+ * - The share keeps count while Redis decides: every token Redis is asked
+ *   for is also taken from this instance's share (when it has one), and a
+ *   request whose answer is late is decided by what the share had for it.
+ *   A late answer may still have been counted by Redis, so without this a
+ *   burst whose answers are late would admit one bucket through Redis plus a
+ *   full share on every instance; with it the instances together admit about
+ *   one bucket, and a switch to memory goes on from what this instance took.
  * - Start-up never fails or hangs on Redis: the layer waits up to
  *   `connectWait` (default 2 s) for a first connection, then serves from
  *   memory while it keeps connecting in the background (the connection of
@@ -192,6 +200,17 @@ interface Bucket {
 export interface MemoryStore {
   readonly store: RateLimiter.RateLimiterStore["Service"]
   readonly size: () => number
+  /**
+   * Takes one token from `key`'s bucket of `limit` if it has one: the tokens
+   * left after (negative: there was none, nothing taken) and the milliseconds
+   * since the last refill. Synchronous, for the decision's hot path.
+   */
+  readonly takeUnsafe: (
+    key: string,
+    limit: number,
+    refillMillis: number,
+    now: number
+  ) => readonly [remaining: number, sinceRefill: number]
 }
 
 /**
@@ -223,34 +242,55 @@ export const makeMemoryStore = (maxKeys = MAX_MEMORY_KEYS): Effect.Effect<Memory
       sweepAt = Math.min(maxKeys, Math.max(minSweep, buckets.size * 2))
     }
 
+    /** Refills `key`'s bucket up to `now`, then takes `tokens` if it has them (or `allowOverflow`). */
+    const take = (
+      key: string,
+      limit: number,
+      refillMillis: number,
+      tokens: number,
+      allowOverflow: boolean,
+      now: number
+    ): readonly [remaining: number, sinceRefill: number] => {
+      let bucket = buckets.get(key)
+      if (bucket === undefined) {
+        if (buckets.size >= sweepAt) sweep(now)
+        bucket = { tokens: limit, lastRefill: now, limit, refillMillis }
+        buckets.set(key, bucket)
+      }
+      bucket.limit = limit
+      bucket.refillMillis = refillMillis
+      const tokensToAdd = Math.floor((now - bucket.lastRefill) / refillMillis)
+      if (tokensToAdd > 0) {
+        bucket.tokens = Math.min(limit, bucket.tokens + tokensToAdd)
+        bucket.lastRefill += tokensToAdd * refillMillis
+      }
+      if (bucket.tokens >= limit) bucket.lastRefill = now
+      const next = bucket.tokens - tokens
+      if (allowOverflow || next >= 0) bucket.tokens = next
+      return [next, Math.max(0, now - bucket.lastRefill)]
+    }
+
     const store = RateLimiter.RateLimiterStore.of({
       ...inner,
       tokenBucket: (options) =>
         Effect.clockWith((clock) =>
-          Effect.sync(() => {
-            const refillMillis = Duration.toMillis(options.refillRate)
-            const now = clock.currentTimeMillisUnsafe()
-            let bucket = buckets.get(options.key)
-            if (bucket === undefined) {
-              if (buckets.size >= sweepAt) sweep(now)
-              bucket = { tokens: options.limit, lastRefill: now, limit: options.limit, refillMillis }
-              buckets.set(options.key, bucket)
-            }
-            bucket.limit = options.limit
-            bucket.refillMillis = refillMillis
-            const tokensToAdd = Math.floor((now - bucket.lastRefill) / refillMillis)
-            if (tokensToAdd > 0) {
-              bucket.tokens = Math.min(options.limit, bucket.tokens + tokensToAdd)
-              bucket.lastRefill += tokensToAdd * refillMillis
-            }
-            if (bucket.tokens >= options.limit) bucket.lastRefill = now
-            const next = bucket.tokens - options.tokens
-            if (options.allowOverflow || next >= 0) bucket.tokens = next
-            return [next, Math.max(0, now - bucket.lastRefill)] as const
-          })
+          Effect.sync(() =>
+            take(
+              options.key,
+              options.limit,
+              Duration.toMillis(options.refillRate),
+              options.tokens,
+              options.allowOverflow,
+              clock.currentTimeMillisUnsafe()
+            )
+          )
         )
     })
-    return { store, size: () => buckets.size }
+    return {
+      store,
+      size: () => buckets.size,
+      takeUnsafe: (key, limit, refillMillis, now) => take(key, limit, refillMillis, 1, false, now)
+    }
   })
 
 // -----------------------------------------------------------------------------
@@ -291,6 +331,7 @@ interface TierState {
   readonly policy: RatePolicy
   readonly window: Duration.Duration
   readonly memory: RateLimiter.RateLimiter
+  readonly memoryStore: MemoryStore
   redis: RateLimiter.RateLimiter | undefined
   readonly refused: Metric.Metric<number, unknown>
   readonly fallback: Metric.Metric<number, unknown>
@@ -309,20 +350,22 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
       validate("auth_failure", authFailurePolicy)
     if (invalid !== undefined) return yield* invalid
 
-    const memoryLimiter = Effect.flatMap(
-      makeMemoryStore(),
-      ({ store }) => Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, store)
-    )
     const tierState = (tier: Tier, policy: RatePolicy) =>
-      Effect.map(memoryLimiter, (memory): TierState => ({
-        tier,
-        policy,
-        window: Duration.millis(policy.burst * 1_000 / policy.rate),
-        memory,
-        redis: undefined,
-        refused: Metric.withAttributes(limiterRefused, { tier }),
-        fallback: Metric.withAttributes(limiterFallback, { tier })
-      }))
+      Effect.gen(function*() {
+        const memoryStore = yield* makeMemoryStore()
+        const memory = yield* Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, memoryStore.store)
+        const state: TierState = {
+          tier,
+          policy,
+          window: Duration.millis(policy.burst * 1_000 / policy.rate),
+          memory,
+          memoryStore,
+          redis: undefined,
+          refused: Metric.withAttributes(limiterRefused, { tier }),
+          fallback: Metric.withAttributes(limiterFallback, { tier })
+        }
+        return state
+      })
     const ip = yield* tierState("ip", ipPolicy)
     const identity = yield* tierState("identity", identityPolicy)
     const authFailure = yield* tierState("auth_failure", authFailurePolicy)
@@ -330,6 +373,9 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
 
     const redisOptions = options.redis
     const timeout = Duration.fromInputUnsafe(redisOptions?.timeout ?? DEFAULT_REDIS_TIMEOUT)
+    const noAnswer = new RateLimiter.RateLimitStoreError({
+      message: `no answer within ${Duration.format(timeout)}`
+    })
     const retryAfterMs = Duration.toMillis(Duration.fromInputUnsafe(redisOptions?.retryAfter ?? "1 second"))
     /** Redis is skipped until this time (epoch ms) after a failure. */
     let downUntil = 0
@@ -390,21 +436,44 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
     const inMemory = (state: TierState, key: string, tokens: 0 | 1) =>
       decide(state, state.memory, key, tokens) as Effect.Effect<void, RateLimited>
 
+    const shareOf = (state: TierState) => Math.max(1, Math.floor(state.policy.burst / replicas))
+
     /** This instance's share of the global bucket, while Redis does not decide. */
     const inMemoryFallback = (state: TierState, key: string, tokens: 0 | 1) =>
       Effect.andThen(
         Metric.update(state.fallback, 1),
-        decide(
-          state,
-          state.memory,
-          key,
-          tokens,
-          Math.max(1, Math.floor(state.policy.burst / replicas))
-        ) as Effect.Effect<
-          void,
-          RateLimited
-        >
+        decide(state, state.memory, key, tokens, shareOf(state)) as Effect.Effect<void, RateLimited>
       )
+
+    /**
+     * Redis decides, and the same token is taken from this instance's share
+     * (see the Rules): when Redis does not answer in time, what the share had
+     * for this request is the decision, so instances whose answers are late
+     * together admit about one bucket, not one plus a share each.
+     */
+    const inRedis = (state: TierState, redis: RateLimiter.RateLimiter, key: string, now: number) => {
+      const share = shareOf(state)
+      const refillMillis = Duration.toMillis(state.window) / share
+      const [remaining, sinceRefill] = state.memoryStore.takeUnsafe(key, share, refillMillis, now)
+      // built only when Redis did not answer: the hot path allocates nothing for it
+      const fromShare = (): Effect.Effect<void, RateLimited> =>
+        Effect.andThen(
+          Metric.update(state.fallback, 1),
+          remaining >= 0
+            ? Effect.void
+            : refuse(state, Duration.millis(Math.max(1, Math.ceil(refillMillis - sinceRefill))))
+        )
+      return decide(state, redis, key, 1).pipe(
+        Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(noAnswer) }),
+        Effect.matchEffect({
+          onSuccess: () => markUp,
+          onFailure: (error) =>
+            error._tag === "RateLimited"
+              ? Effect.andThen(markUp, Effect.fail(error))
+              : Effect.andThen(markDown(state, error.message), fromShare())
+        })
+      )
+    }
 
     const consumeIn = (state: TierState, key: string, tokens: 0 | 1): Effect.Effect<void, RateLimited> => {
       const redis = state.redis
@@ -412,15 +481,12 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
         return redisOptions === undefined ? inMemory(state, key, tokens) : inMemoryFallback(state, key, tokens)
       }
       return Effect.clockWith((clock) => {
-        if (clock.currentTimeMillisUnsafe() < downUntil) return inMemoryFallback(state, key, tokens)
-        return decide(state, redis, key, tokens).pipe(
-          Effect.timeoutOrElse({
-            duration: timeout,
-            orElse: () =>
-              Effect.fail(
-                new RateLimiter.RateLimitStoreError({ message: `no answer within ${Duration.format(timeout)}` })
-              )
-          }),
+        const now = clock.currentTimeMillisUnsafe()
+        if (now < downUntil) return inMemoryFallback(state, key, tokens)
+        if (tokens === 1) return inRedis(state, redis, key, now)
+        // a look takes nothing, from Redis or from the share
+        return decide(state, redis, key, 0).pipe(
+          Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(noAnswer) }),
           Effect.matchEffect({
             onSuccess: () => markUp,
             onFailure: (error) =>
