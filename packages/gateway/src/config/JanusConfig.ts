@@ -153,7 +153,11 @@ export const VARIABLES = {
     httpUrl,
     "This gateway's canonical resource URI (RFC 8707), e.g. https://janus.example.com/mcp"
   ),
-  OAUTH_TOOL_SCOPES: variable(Settings.list, ["mcp:tools"], "Scopes an access token needs for /mcp"),
+  OAUTH_TOOL_SCOPES: issuerVariable(
+    issuerList,
+    ["mcp:tools"],
+    "Scopes an access token needs for /mcp; challenges and scopes_supported name the first issuer's"
+  ),
   OAUTH_ADMIN_SCOPES: variable(Settings.list, ["janus:admin"], "Scopes an access token needs for /api/v1"),
   OAUTH_AUDIENCES: issuerVariable(
     issuerList,

@@ -35,6 +35,7 @@ export interface Problem {
 }
 
 const PER_ISSUER = [
+  "OAUTH_TOOL_SCOPES",
   "OAUTH_AUDIENCES",
   "OAUTH_SCOPE_CLAIMS",
   "OAUTH_SCOPE_PREFIX",

@@ -41,7 +41,8 @@
  * - `sub` is required (RFC 9068 §2.2). `typ` is checked when
  *   `requiredTokenType` is set (RFC 9068 §2.1, e.g. `at+jwt`).
  * - Scopes come from the issuer's scope claims, with its prefix stripped
- *   (`Scopes.ts`); a missing required scope is `InsufficientScope` (403,
+ *   (`Scopes.ts`); by default the issuer's tool scopes are required. A
+ *   missing required scope is `InsufficientScope` (403,
  *   step-up, naming the scopes as the client must request them), checked only
  *   once the token is otherwise valid.
  * - Every refusal of a presented token is logged (Info) with the reason and
@@ -89,7 +90,7 @@ export interface OAuthIdentity {
 
 /** What an operation requires of a token. */
 export interface TokenRequirement {
-  /** Scopes the token must all hold. Default: `toolScopes`. Pass `[]` for none. */
+  /** Scopes the token must all hold. Default: the tool scopes of the token's issuer. Pass `[]` for none. */
   readonly scopes?: ReadonlyArray<string> | undefined
   /**
    * The resource the request is for, canonical (`Resources.resourceOf`),
@@ -277,7 +278,7 @@ export class JwtVerifier extends Context.Service<JwtVerifier, {
           return yield* invalid("missing_claim", "The token has no sub claim")
         }
         const scopes = scopesOf(payload, server.scopeClaims, server.scopePrefix)
-        const required = requirement?.scopes ?? settings.toolScopes
+        const required = requirement?.scopes ?? server.toolScopes
         const missing = required.filter((scope) => !scopes.includes(scope))
         if (missing.length > 0) {
           return yield* new InsufficientScope({
@@ -375,7 +376,7 @@ const logRefusal = (
     if (server === undefined) annotations.trusted_issuers = settings.issuers
     else {
       annotations.expected_audience = acceptedAudiences(settings, server, requirement?.resource)
-      annotations.required_scopes = requirement?.scopes ?? settings.toolScopes
+      annotations.required_scopes = requirement?.scopes ?? server.toolScopes
       annotations.scope_claims = server.scopeClaims
     }
   }

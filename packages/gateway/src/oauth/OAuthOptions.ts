@@ -13,10 +13,16 @@
  *   OpenID Connect Discovery (`/.well-known/openid-configuration`); or the
  *   operator gives its keys, inline or in a file (`LocalKeySet.ts`), checked
  *   at start. One source per issuer.
- * - Per issuer, because identity providers differ: the audiences accepted
- *   besides the resource, the claims scopes are read from and a scope prefix
- *   (`Scopes.ts`), plain http, clock tolerance and refresh interval; the
- *   global values are the defaults.
+ * - Per issuer, because identity providers differ: the tool scopes, the
+ *   audiences accepted besides the resource, the claims scopes are read from
+ *   and a scope prefix (`Scopes.ts`), plain http, clock tolerance and refresh
+ *   interval; the global values are the defaults.
+ * - A token is held to the tool scopes of its own issuer. What a client is
+ *   told before it has a token (the `scope` of a challenge, `scopes_supported`
+ *   of the metadata) is the first issuer's tool scopes with its prefix: MCP
+ *   clients ask the first of `authorization_servers`, and a scope another
+ *   issuer defines could make that request fail. A 403 `insufficient_scope`
+ *   names the scopes of the token's issuer.
  * - The resource identifier of this gateway is its canonical URI (RFC 8707 §2,
  *   MCP authorization "Canonical Server URI"): absolute, no fragment, lowercase
  *   scheme and host, no trailing slash; the public URL of `/mcp`. Virtual
@@ -107,6 +113,8 @@ export interface AuthorizationServerOptions {
   readonly jwks?: unknown
   /** A file holding the issuer's JWK Set, read at start and again on every refresh, instead of fetching it. */
   readonly jwksFile?: string | undefined
+  /** Scopes a token from this issuer needs for MCP traffic. Default: the global `toolScopes`. */
+  readonly toolScopes?: ReadonlyArray<string> | undefined
   /** Narrows the global algorithm allow-list for this issuer. */
   readonly algorithms?: ReadonlyArray<string> | undefined
   /** Audiences accepted from this issuer besides the resource (Entra `api://…` or app id, Auth0 API identifier). */
@@ -183,6 +191,8 @@ export interface AuthorizationServer {
   /** A key-set file (checked at start), re-read on every refresh instead of fetching. */
   readonly jwksFile: string | undefined
   readonly algorithms: ReadonlyArray<SigningAlgorithm>
+  /** Scopes a token from this issuer needs for MCP traffic (its own, or the global ones), without prefix. */
+  readonly toolScopes: ReadonlyArray<string>
   /** Audiences accepted besides the resource, as configured: the global ones, then the issuer's. */
   readonly audiences: ReadonlyArray<string>
   /** What a token for `/mcp` may carry: the resource, then `audiences`. */
@@ -209,9 +219,10 @@ export interface OAuthSettings {
   readonly issuerOf: (iss: string) => AuthorizationServer | undefined
   /** `authorization_servers` of the metadata, in configuration order (clients use the first). */
   readonly issuers: ReadonlyArray<string>
+  /** The global tool scopes: those of every issuer without its own (`AuthorizationServer.toolScopes`). */
   readonly toolScopes: ReadonlyArray<string>
   readonly adminScopes: ReadonlyArray<string>
-  /** The tool and admin scopes as clients request them (the first issuer's scope prefix), for challenges. */
+  /** The first issuer's tool scopes and the admin scopes as clients request them (its scope prefix), for challenges. */
   readonly advertisedToolScopes: ReadonlyArray<string>
   readonly advertisedAdminScopes: ReadonlyArray<string>
   /** The scope prefix of challenges and metadata: the first issuer's. */
@@ -245,6 +256,7 @@ const checkServer = (
   options: AuthorizationServerOptions,
   defaults: {
     readonly algorithms: ReadonlyArray<SigningAlgorithm>
+    readonly toolScopes: ReadonlyArray<string>
     readonly resource: string
     readonly audiences: ReadonlyArray<string>
     readonly allowInsecureHttp: boolean
@@ -278,6 +290,9 @@ const checkServer = (
     : checkAlgorithms(label("algorithms"), options.algorithms, problems)
   const outside = algorithms.filter((alg) => !defaults.algorithms.includes(alg))
   if (outside.length > 0) problems.push(`${label("algorithms")}: ${outside.join(", ")} not in the global allow-list`)
+  const toolScopes = options.toolScopes === undefined
+    ? defaults.toolScopes
+    : checkScopes(label("toolScopes"), options.toolScopes, problems)
   const scopeClaims = [...new Set(options.scopeClaims ?? DEFAULT_SCOPE_CLAIMS)]
   if (scopeClaims.length === 0) problems.push(`${label("scopeClaims")}: at least one claim is required`)
   for (const claim of scopeClaims) {
@@ -321,6 +336,7 @@ const checkServer = (
     jwks,
     jwksFile: options.jwksFile,
     algorithms,
+    toolScopes,
     audiences,
     mcpAudiences: [...new Set([defaults.resource, ...audiences])],
     scopeClaims,
@@ -369,6 +385,7 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
       problems.push("jwksMinRefreshInterval: must not exceed jwksRefreshInterval")
     }
 
+    const toolScopes = checkScopes("toolScopes", options.toolScopes ?? DEFAULT_TOOL_SCOPES, problems)
     if (options.authorizationServers.length === 0) {
       problems.push("authorizationServers: at least one issuer is required")
     }
@@ -377,6 +394,7 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
       const server = checkServer(raw, {
         resource,
         algorithms,
+        toolScopes,
         audiences: globalAudiences,
         allowInsecureHttp,
         clockSkew,
@@ -396,10 +414,10 @@ export const resolveOAuthOptions = (options: OAuthOptions): Effect.Effect<OAuthS
       }
     }
 
-    const toolScopes = checkScopes("toolScopes", options.toolScopes ?? DEFAULT_TOOL_SCOPES, problems)
     const adminScopes = checkScopes("adminScopes", options.adminScopes ?? DEFAULT_ADMIN_SCOPES, problems)
-    const firstPrefix = [...servers.values()][0]?.scopePrefix
-    const advertisedToolScopes = advertiseScopes(toolScopes, firstPrefix)
+    const first = [...servers.values()][0]
+    const firstPrefix = first?.scopePrefix
+    const advertisedToolScopes = advertiseScopes(first?.toolScopes ?? toolScopes, firstPrefix)
     const advertisedAdminScopes = advertiseScopes(adminScopes, firstPrefix)
     const scopesSupported = options.scopesSupported === undefined
       ? advertisedToolScopes

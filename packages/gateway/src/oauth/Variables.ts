@@ -22,7 +22,7 @@ export const options = (config: JanusSettings): OAuthOptions => {
   const httpAllowed = new Set(config.OAUTH_HTTP_ISSUERS.map(normalizeIssuer))
   return {
     resource: Option.getOrElse(config.OAUTH_RESOURCE, () => ""),
-    toolScopes: config.OAUTH_TOOL_SCOPES,
+    toolScopes: config.OAUTH_TOOL_SCOPES.all,
     adminScopes: config.OAUTH_ADMIN_SCOPES,
     mcpAudienceOnVirtualServers: config.OAUTH_VIRTUAL_SERVERS_ACCEPT_MCP_TOKENS,
     requiredTokenType: Option.getOrUndefined(config.OAUTH_REQUIRED_TOKEN_TYPE),
@@ -35,6 +35,7 @@ export const options = (config: JanusSettings): OAuthOptions => {
       jwksUri: config.OAUTH_JWKS_URL.for(issuer),
       jwks: config.OAUTH_JWKS.for(issuer),
       jwksFile: config.OAUTH_JWKS_FILE.for(issuer),
+      toolScopes: config.OAUTH_TOOL_SCOPES.for(issuer),
       audiences: config.OAUTH_AUDIENCES.for(issuer),
       scopeClaims: config.OAUTH_SCOPE_CLAIMS.for(issuer),
       scopePrefix: config.OAUTH_SCOPE_PREFIX.for(issuer),

@@ -14,7 +14,13 @@ import * as Fs from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { load } from "../../src/config/JanusConfig.ts"
-import { JwtVerifier, OAuthConfig, OAuthLayer, type TokenRequirement } from "../../src/oauth/index.ts"
+import {
+  type InsufficientScope,
+  JwtVerifier,
+  OAuthConfig,
+  OAuthLayer,
+  type TokenRequirement
+} from "../../src/oauth/index.ts"
 import * as OAuthVariables from "../../src/oauth/Variables.ts"
 import { rsa, sign } from "./support.ts"
 
@@ -337,5 +343,96 @@ describe("identity providers' tokens with the README's settings", () => {
       assert.deepStrictEqual(identity.scopes, ["openid", "mcp:tools"])
       const refusal = yield* refused(without(env, "OAUTH_AUDIENCES"), token, "wrong_audience")
       assert.strictEqual(refusal.audience, "api://default")
+    }))
+
+  it.live("Keycloak and Entra v2 side by side: each issuer's tokens need that issuer's tool scopes", () =>
+    Effect.gen(function*() {
+      const origin = yield* providerServer
+      const keycloak = `${origin}/realms/janus`
+      const entra = `${origin}/{tenantid}/v2.0`
+      const env = {
+        OAUTH_ENABLED: "true",
+        OAUTH_RESOURCE: "https://janus.example.com/mcp",
+        OAUTH_ISSUERS: `${keycloak},${entra}`,
+        OAUTH_AUDIENCES: `${keycloak}=janus-mcp; ${entra}=${APP_ID}`,
+        OAUTH_SCOPE_PREFIX: `${entra}=api://janus-mcp/`,
+        // Keycloak's client scope is mcp:tools (the value for every issuer); Entra names scopes with dots
+        OAUTH_TOOL_SCOPES: `mcp:tools; ${entra}=mcp.tools,mcp.read`
+      }
+      const fromKeycloak = (scope: string) =>
+        sign(rsa.RS256!, {
+          iss: keycloak,
+          aud: ["janus-mcp", "account"],
+          sub: "f1c3e0a2",
+          azp: "mcp-inspector",
+          iat: now(),
+          exp: now() + 300,
+          scope
+        }, { typ: "JWT" })
+      const fromEntra = (scp: string) =>
+        sign(rsa.RS256!, {
+          iss: `${origin}/${TENANT}/v2.0`,
+          aud: APP_ID,
+          sub: "kBf3Nq3J2sV",
+          tid: TENANT,
+          ver: "2.0",
+          iat: now(),
+          exp: now() + 300,
+          scp
+        }, { typ: "JWT" })
+
+      yield* accepted(env, yield* fromKeycloak("openid mcp:tools"))
+      const entraIdentity = yield* accepted(env, yield* fromEntra("mcp.tools mcp.read"))
+      assert.deepStrictEqual(entraIdentity.scopes, ["mcp.tools", "mcp.read"])
+
+      // Keycloak's scope means nothing coming from Entra, and the reverse
+      const wrongName = yield* refused(env, yield* fromEntra("mcp:tools"), "insufficient_scope")
+      assert.deepStrictEqual(wrongName.required_scopes, ["mcp.tools", "mcp.read"])
+      const { verifier } = yield* verifierFrom(env)
+      const step = yield* Effect.flip(verifier.verify(yield* fromEntra("mcp.tools")))
+      assert.strictEqual(step._tag, "InsufficientScope")
+      // the step-up names the scopes as Entra's clients request them
+      assert.deepStrictEqual((step as InsufficientScope).required, [
+        "api://janus-mcp/mcp.tools",
+        "api://janus-mcp/mcp.read"
+      ])
+      assert.deepStrictEqual((step as InsufficientScope).missing, ["api://janus-mcp/mcp.read"])
+      const keycloakRefused = yield* refused(env, yield* fromKeycloak("openid mcp.tools"), "insufficient_scope")
+      assert.deepStrictEqual(keycloakRefused.required_scopes, ["mcp:tools"])
+
+      // before a token, clients are told the first issuer's scopes (with its prefix): the one they ask
+      const first = (yield* verifierFrom(env)).settings
+      assert.deepStrictEqual(first.advertisedToolScopes, ["mcp:tools"])
+      assert.deepStrictEqual(first.scopesSupported, ["mcp:tools"])
+      const entraFirst = (yield* verifierFrom({ ...env, OAUTH_ISSUERS: `${entra},${keycloak}` })).settings
+      assert.deepStrictEqual(entraFirst.advertisedToolScopes, ["api://janus-mcp/mcp.tools", "api://janus-mcp/mcp.read"])
+      assert.deepStrictEqual(entraFirst.scopesSupported, ["api://janus-mcp/mcp.tools", "api://janus-mcp/mcp.read"])
+    }))
+
+  it.effect("per-issuer tool scopes must name a listed issuer and hold scope tokens", () =>
+    Effect.gen(function*() {
+      const env = {
+        OAUTH_ENABLED: "true",
+        OAUTH_RESOURCE: "https://janus.example.com/mcp",
+        OAUTH_ISSUERS: "https://keycloak.example.com/realms/janus"
+      }
+      const typo = yield* Effect.flip(load.pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({
+          env: { ...env, OAUTH_TOOL_SCOPES: "https://keycloak.example.com/realm/janus=mcp:tools" }
+        }))
+      ))
+      assert.deepStrictEqual(typo.problems.map((p) => p.line), [
+        `OAUTH_TOOL_SCOPES="https://keycloak.example.com/realm/janus": expected an issuer listed in OAUTH_ISSUERS ` +
+        `(https://keycloak.example.com/realms/janus)`
+      ])
+      const quoted = yield* Effect.flip(verifierFrom({
+        ...env,
+        OAUTH_TOOL_SCOPES: `https://keycloak.example.com/realms/janus/=mcp"tools`
+      }))
+      assert.strictEqual(quoted._tag, "OAuthConfigError")
+      assert.include(
+        quoted.message,
+        `toolScopes of https://keycloak.example.com/realms/janus "mcp\\"tools": expected a scope token`
+      )
     }))
 })
