@@ -417,9 +417,12 @@ describe("identity providers' tokens with the README's settings", () => {
         OAUTH_ISSUERS: "https://keycloak.example.com/realms/janus"
       }
       const typo = yield* Effect.flip(load.pipe(
-        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({
-          env: { ...env, OAUTH_TOOL_SCOPES: "https://keycloak.example.com/realm/janus=mcp:tools" }
-        }))
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromEnv({
+            env: { ...env, OAUTH_TOOL_SCOPES: "https://keycloak.example.com/realm/janus=mcp:tools" }
+          })
+        )
       ))
       assert.deepStrictEqual(typo.problems.map((p) => p.line), [
         `OAUTH_TOOL_SCOPES="https://keycloak.example.com/realm/janus": expected an issuer listed in OAUTH_ISSUERS ` +
