@@ -10,7 +10,9 @@
  *   URL, `JANUS_CONFIG_FILE` read and validated (its references too; what
  *   needs the database is checked when a server applies it), and with OAuth
  *   on, the OAuth settings as `serve` checks them and each issuer's metadata
- *   and signing keys (a FAIL names the issuer). The probes are in
+ *   and signing keys (a FAIL names the issuer), what a token from it must
+ *   carry, and whether it offers what MCP clients need (`DoctorOAuth.ts`:
+ *   PKCE S256 is a FAIL, the rest warnings). The probes are in
  *   `DoctorChecks.ts`.
  * - Exit code 1 when any check fails. An invalid configuration stops before
  *   the checks: `janus` prints every problem and exits 78 (EX_CONFIG), as
@@ -34,6 +36,7 @@ import { describeStorage } from "../GatewayStorage.ts"
 import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
 import * as OAuthVariables from "../oauth/Variables.ts"
 import { type Check, checkEgress, configFileCheck, redisPing } from "./DoctorChecks.ts"
+import { clientSupport, tokenRequirements } from "./DoctorOAuth.ts"
 import { sqlOnly } from "./Migrate.ts"
 import { CliFailure, handled, json, printJson, serverAnswering } from "./Support.ts"
 
@@ -223,7 +226,12 @@ const doctorChecks = Effect.gen(function*() {
         detail: `resource ${settings.success.resource}, metadata at ${metadataUrl(settings.success)}`
       })
       const found = yield* Effect.provide(diagnose(settings.success), FetchHttpClient.layer)
-      for (const issuer of found) checks.push({ check: `oauth ${issuer.issuer}`, ...issuer })
+      const servers = [...settings.success.authorizationServers.values()]
+      for (const [i, { detail, issuer, metadata, verdict }] of found.entries()) {
+        checks.push({ check: `oauth ${issuer}`, verdict, detail })
+        checks.push(tokenRequirements(settings.success, servers[i]!))
+        checks.push(...clientSupport(settings.success, servers[i]!, metadata))
+      }
     }
   }
   return checks

@@ -24,13 +24,22 @@ import type { HttpClient } from "effect/http"
 import { isLoopbackHost, normalizeIssuer } from "../config/Urls.ts"
 import { fetchJson } from "./internal/fetchJson.ts"
 
-/** The fields of RFC 8414 / OpenID Discovery metadata the resource server reads. */
+/**
+ * The fields of RFC 8414 / OpenID Discovery metadata the resource server reads.
+ * What only `janus doctor` reports (what MCP clients need of the provider) is
+ * kept unchecked here, so an odd value there never stops the gateway from
+ * finding the keys; `doctor` says what it found.
+ */
 export const AuthorizationServerMetadata = Schema.Struct({
   issuer: Schema.String,
   jwks_uri: Schema.optionalKey(Schema.String),
   scopes_supported: Schema.optionalKey(Schema.Array(Schema.String)),
   token_endpoint: Schema.optionalKey(Schema.String),
-  authorization_endpoint: Schema.optionalKey(Schema.String)
+  authorization_endpoint: Schema.optionalKey(Schema.String),
+  code_challenge_methods_supported: Schema.optionalKey(Schema.Unknown),
+  registration_endpoint: Schema.optionalKey(Schema.Unknown),
+  client_id_metadata_document_supported: Schema.optionalKey(Schema.Unknown),
+  resource_indicators_supported: Schema.optionalKey(Schema.Unknown)
 })
 export type AuthorizationServerMetadata = typeof AuthorizationServerMetadata.Type
 

@@ -20,7 +20,7 @@
  */
 import { Effect } from "effect"
 import type { HttpClient } from "effect/http"
-import { discover } from "./AuthorizationServerMetadata.ts"
+import { discover, type DiscoveredMetadata } from "./AuthorizationServerMetadata.ts"
 import { fetchKeySet, localKeySet } from "./JwksCache.ts"
 import type { AuthorizationServer, OAuthSettings } from "./OAuthOptions.ts"
 
@@ -30,6 +30,8 @@ export interface IssuerDiagnosis {
   readonly verdict: "ok" | "warn" | "FAIL"
   /** What was found, or what failed, in one line. */
   readonly detail: string
+  /** The metadata found, for the checks of what MCP clients need of the provider. */
+  readonly metadata?: DiscoveredMetadata | undefined
 }
 
 const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
@@ -60,7 +62,8 @@ const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
       return {
         issuer: server.issuer,
         verdict: "FAIL",
-        detail: `${notes.join("; ")}; signing keys not fetched: ${keys.failure}`
+        detail: `${notes.join("; ")}; signing keys not fetched: ${keys.failure}`,
+        metadata: metadata._tag === "Success" ? metadata.success : undefined
       } satisfies IssuerDiagnosis
     }
     const kids = [...keys.success.kids]
@@ -71,7 +74,8 @@ const diagnoseOne = (server: AuthorizationServer, settings: OAuthSettings) =>
     return {
       issuer: server.issuer,
       verdict: metadata._tag === "Success" ? "ok" : "warn",
-      detail: notes.join("; ")
+      detail: notes.join("; "),
+      metadata: metadata._tag === "Success" ? metadata.success : undefined
     } satisfies IssuerDiagnosis
   })
 

@@ -99,6 +99,8 @@ export interface AuthServer {
   readonly status: Map<string, number>
   /** Overrides the `issuer` named in the metadata documents. */
   metadataIssuer: string | undefined
+  /** Fields added to (or, `undefined`, removed from) the metadata documents. */
+  extraMetadata: Record<string, unknown>
   /** Hits per path. */
   readonly hits: Map<string, number>
   readonly count: (path: string) => number
@@ -133,7 +135,8 @@ export const authServer = (options: AuthServerOptions = {}) =>
           const metadata = {
             issuer: s.metadataIssuer ?? s.issuer,
             jwks_uri: s.jwksUri,
-            token_endpoint: `${s.issuer}/token`
+            token_endpoint: `${s.issuer}/token`,
+            ...s.extraMetadata
           }
           const mode = options.metadata ?? "oauth"
           if (path === `/.well-known/oauth-authorization-server${issuerPath}` && mode === "oauth") {
@@ -154,6 +157,7 @@ export const authServer = (options: AuthServerOptions = {}) =>
             keys: options.keys ?? publishedKeys,
             status: new Map(),
             metadataIssuer: undefined,
+            extraMetadata: {},
             hits,
             count: (path) => hits.get(path) ?? 0,
             jwksFetches: () => hits.get("/jwks") ?? 0
