@@ -15,8 +15,9 @@
  * - What MCP clients need, each a line saying what the metadata holds, with
  *   its value, and what is expected:
  *   - `pkce`: `code_challenge_methods_supported` lists `S256`, else FAIL: MCP
- *     clients use PKCE with S256 and refuse a provider that does not
- *     advertise it.
+ *     clients use PKCE with S256, and the MCP authorization spec has them
+ *     refuse a provider whose metadata does not advertise it (even one that
+ *     supports it unadvertised: the client cannot know).
  *   - `endpoints`: a `token_endpoint` (else FAIL: no client gets a token) and
  *     an `authorization_endpoint` (else warn: only clients with a grant of
  *     their own, such as client credentials, get one).
@@ -108,7 +109,12 @@ const pkce = (check: string, at: string, methods: unknown): Check => {
   const expected = "expected a list including S256: MCP clients use PKCE with S256 and refuse a provider " +
     "that does not advertise it"
   if (methods === undefined) {
-    return { check, verdict: "FAIL", detail: `${at} has no code_challenge_methods_supported; ${expected}` }
+    return {
+      check,
+      verdict: "FAIL",
+      detail: `${at} has no code_challenge_methods_supported; ${expected} (the MCP authorization spec reads its ` +
+        "absence as no PKCE; some clients, such as the TypeScript SDK's, still proceed)"
+    }
   }
   if (!Array.isArray(methods) || methods.includes("S256") === false) {
     return {

@@ -218,7 +218,8 @@ describe("janus doctor with OAuth", () => {
         ePkce.detail,
         `${entra.origin}/.well-known/openid-configuration/${tenant}/v2.0 has no code_challenge_methods_supported; ` +
           "expected a list including S256: MCP clients use PKCE with S256 and refuse a provider that does not " +
-          "advertise it"
+          "advertise it (the MCP authorization spec reads its absence as no PKCE; some clients, such as the " +
+          "TypeScript SDK's, still proceed)"
       )
       const eRegistration = line(`oauth ${eName} registration`)
       assert.strictEqual(eRegistration.verdict, "warn")
