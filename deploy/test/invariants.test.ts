@@ -6,7 +6,7 @@
  * probe routes (probes/Health.ts), and its drain timeout.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Result } from "effect"
+import { Duration, Option, Result } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { VARIABLES } from "../../packages/gateway/src/config/JanusConfig.ts"
@@ -220,6 +220,20 @@ describe.each(targets)("invariants of %s", (target) => {
     for (const required of ["DATABASE_URL", "JANUS_MASTER_KEY"]) {
       assert.isTrue(r.gatewayEnvironment().has(required), `${required} is set`)
     }
+  })
+
+  it("JANUS_METRICS_TOKEN comes from the Secret janus, optional, and is a secret of the gateway", () => {
+    const entry = (r.gateway.env ?? []).find((e) => e.name === "JANUS_METRICS_TOKEN")
+    // optional: a Secret made before the key existed still starts the pods (with /metrics open)
+    assert.deepStrictEqual(entry?.valueFrom?.secretKeyRef, {
+      name: "janus",
+      key: "JANUS_METRICS_TOKEN",
+      optional: true
+    })
+    assert.isTrue(VARIABLES.JANUS_METRICS_TOKEN.secret)
+    // dev renders its placeholder, which the gateway accepts (prod's comes from the operator's Secret)
+    assert.strictEqual(r.gatewayEnvironment().get("JANUS_METRICS_TOKEN") !== undefined, target === "dev")
+    assert.strictEqual(Option.isSome(setting(r, "JANUS_METRICS_TOKEN")), target === "dev")
   })
 
   it("DATABASE_URL and REDIS_URL, when rendered, name a rendered Service and its port", () => {

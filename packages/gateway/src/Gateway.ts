@@ -11,7 +11,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { Hub } from "@janus/sse"
 import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { HttpRouter, type HttpServer } from "effect/http"
+import { HttpRouter, type HttpServer, HttpServerResponse } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
@@ -78,6 +78,26 @@ const EventRoutes = Layer.unwrap(Effect.gen(function*() {
   )
 })).pipe(Layer.provide(AdminAuth.layer))
 
+/**
+ * `/metrics`: open without `JANUS_METRICS_TOKEN`; with it, a scrape draws on the per-address bucket and a refused
+ * one on the failed-authentication bucket of its address too (`Admission.admitAuthentication`, as the admin API).
+ */
+const MetricsRoute = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* JanusConfig
+  const admission = yield* Admission
+  return Prometheus.layer({
+    token: config.JANUS_METRICS_TOKEN,
+    admit: (request, verified) =>
+      admission.admitAuthentication(Guard.admissionRequest(request), verified, () => true).pipe(
+        Effect.catchTag("AdmissionRefused", (refused) =>
+          Effect.fail(HttpServerResponse.jsonUnsafe(
+            { error: "rate_limited", message: refused.message },
+            { status: refused.status, headers: { ...refused.headers, "cache-control": "no-store" } }
+          )))
+      )
+  })
+}))
+
 /** Circuit state in Redis (shared by every replica, memory while Redis is away), or in memory without Redis. */
 const layerBreakerStore = Layer.unwrap(
   Effect.map(Effect.service(JanusConfig), (config) =>
@@ -122,7 +142,8 @@ export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
           })))
       )
     })),
-    Prometheus.layerHttp,
+    // JANUS_METRICS_TOKEN: with a token, the per-address and failed-authentication buckets of admission
+    MetricsRoute,
     // DNS rebinding: a Host that is none of the gateway's names is refused on every route but the probes
     HostCheck.layer,
     // 414 beyond 8 KiB of URI, 415 for a content-coded body (http/RequestFraming.ts)

@@ -35,7 +35,7 @@ import { EgressPolicy } from "../egress/index.ts"
 import { describeStorage } from "../GatewayStorage.ts"
 import { diagnose, metadataUrl, resolveOAuthOptions } from "../oauth/index.ts"
 import * as OAuthVariables from "../oauth/Variables.ts"
-import { type Check, checkEgress, configFileCheck, redisPing } from "./DoctorChecks.ts"
+import { type Check, checkEgress, configFileCheck, metricsTokenCheck, redisPing } from "./DoctorChecks.ts"
 import { clientSupport, tokenRequirements } from "./DoctorOAuth.ts"
 import { sqlOnly } from "./Migrate.ts"
 import { CliFailure, handled, json, printJson, serverAnswering } from "./Support.ts"
@@ -211,6 +211,9 @@ const doctorChecks = Effect.gen(function*() {
 
   // the configuration document `serve` applies (JANUS_CONFIG_FILE): whether it reads and validates here
   checks.push(yield* configFileCheck(config))
+
+  // GET /metrics open beyond loopback without JANUS_METRICS_TOKEN
+  checks.push(metricsTokenCheck(config))
 
   // OAuth: what `serve` would refuse, then each issuer's metadata and keys
   if (!config.OAUTH_ENABLED) {

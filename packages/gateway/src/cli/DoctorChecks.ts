@@ -15,6 +15,10 @@
  *   or the socket error.
  * - `JANUS_CONFIG_FILE` is read, decoded and its references checked as a
  *   whole; what needs the database is checked when a server applies it.
+ * - `/metrics` without `JANUS_METRICS_TOKEN` on an address other than loopback
+ *   is `warn`: anyone who reaches the port reads the metrics (tool and
+ *   connection names, traffic); behind a NetworkPolicy that only admits
+ *   Prometheus this may be intended, so it is not `FAIL`.
  *
  * @since 0.1.0
  */
@@ -146,3 +150,25 @@ export const configFileCheck = (config: JanusConfig["Service"]) =>
       doc.clientTokens.length
     return { check, verdict: "ok", detail: `${path} is valid (${count} resources)` } satisfies Check
   })
+
+/** Loopback listen addresses: only this machine reaches them. */
+const LOOPBACK_HOSTS = /^(localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|\[::1\])$/i
+
+/** Whether `/metrics` is open beyond this machine (JANUS_HOST not loopback, no JANUS_METRICS_TOKEN). */
+export const metricsTokenCheck = (
+  config: Pick<JanusConfig["Service"], "JANUS_HOST" | "JANUS_PORT" | "JANUS_METRICS_TOKEN">
+): Check => {
+  const check = "metrics"
+  if (Option.isSome(config.JANUS_METRICS_TOKEN)) {
+    return { check, verdict: "ok", detail: "GET /metrics needs the JANUS_METRICS_TOKEN bearer token" }
+  }
+  if (LOOPBACK_HOSTS.test(config.JANUS_HOST)) {
+    return { check, verdict: "ok", detail: `GET /metrics is open, on loopback only (JANUS_HOST=${config.JANUS_HOST})` }
+  }
+  return {
+    check,
+    verdict: "warn",
+    detail: `GET /metrics is open to anyone who reaches ${config.JANUS_HOST} port ${config.JANUS_PORT}` +
+      "; set JANUS_METRICS_TOKEN (and give Prometheus the same bearer token), or keep the port to Prometheus alone"
+  }
+}

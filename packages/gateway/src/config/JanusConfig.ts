@@ -261,6 +261,12 @@ export const VARIABLES = {
     false,
     "Whether applying JANUS_CONFIG_FILE also removes what the document does not name (otherwise it is kept)"
   ),
+  JANUS_METRICS_TOKEN: optional(
+    Settings.bearerToken(16, 4_096),
+    "When set, GET /metrics answers only requests with Authorization: Bearer <this token> (a Prometheus " +
+      "scraper's static token); unset: /metrics is open, as /healthz is",
+    true
+  ),
   // the standard OpenTelemetry variables (export, sampling, propagation): config/OtelVariables.ts
   ...OtelVariables.VARIABLES
 } as const

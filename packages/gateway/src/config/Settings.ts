@@ -150,6 +150,21 @@ export const key32List: Parser<ReadonlyArray<Redacted.Redacted<string>>> = (raw)
     : Result.fail(`a comma-separated list of keys, each ${key32Expected}`)
 }
 
+/**
+ * A static bearer token of `min` to `max` characters that a client can send as
+ * `Authorization: Bearer <token>` (RFC 6750 `b64token`: letters, digits and
+ * `-._~+/`, then `=` padding), kept redacted. The message never quotes it.
+ */
+export const bearerToken = (min: number, max: number): Parser<Redacted.Redacted<string>> => (raw) => {
+  const token = raw.trim()
+  return token.length >= min && token.length <= max && /^[A-Za-z0-9\-._~+/]+=*$/.test(token)
+    ? Result.succeed(Redacted.make(token))
+    : Result.fail(
+      `${min} to ${max} characters of letters, digits and -._~+/ (with = padding at the end), for example the ` +
+        "output of `openssl rand -hex 32`"
+    )
+}
+
 /** One of a fixed set of words. */
 export const oneOf = <const L extends string>(literals: ReadonlyArray<L>): Parser<L> => (raw) => {
   const v = raw.trim().toLowerCase()

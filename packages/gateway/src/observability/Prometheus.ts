@@ -12,21 +12,26 @@
  *   seconds (`Metrics.UNITS`) end in `_seconds`. So
  *   `http.server.request.duration` is `http_server_request_duration_seconds`
  *   and `janus.calls` is `janus_calls_total`.
- * - The route is unauthenticated, like `/healthz`: it carries no secret and
- *   no client data beyond tool and connection names. Keep it off the public
- *   Ingress (deploy/ exposes it to Prometheus inside the cluster only).
+ * - Without a scrape token the route is unauthenticated, like `/healthz`: it
+ *   carries no secret and no client data beyond tool and connection names.
+ *   With one (`JANUS_METRICS_TOKEN`), only a request presenting it as
+ *   `Authorization: Bearer` gets the metrics; every other gets the same 401
+ *   (`ScrapeToken.ts`), and the caller's limits (`admit`: the gateway's
+ *   per-address and failed-authentication buckets) apply around the check.
+ *   Either way, keep the path off the public Ingress where you can.
  * - A scrape never fails: formatting reads in-memory state.
  * - Mounting the route creates the zero-valued series alerts rely on
  *   (`Metrics.initialize`).
  *
  * @since 0.1.0
  */
-import { Context, Effect, type Layer, Metric } from "effect"
+import { Context, Effect, type Layer, Metric, Option, type Redacted } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import * as Exemplars from "./Exemplars.ts"
 import * as Metrics from "./Metrics.ts"
 import { UNITS } from "./Metrics.ts"
+import * as ScrapeToken from "./ScrapeToken.ts"
 
 /** The exposition's content type. */
 export const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -94,36 +99,67 @@ export const format: Effect.Effect<string> = Effect.contextWith((context: Contex
   Effect.sync(() => formatUnsafe(context))
 )
 
+/**
+ * Admission of a scrape around its token check: `verified` fails with the 401
+ * to answer when the token is not presented; the result fails with the
+ * response to answer instead of the metrics (that 401, or a refusal of the
+ * caller's own, such as a 429).
+ */
+export type Admit = (
+  request: HttpServerRequest.HttpServerRequest,
+  verified: Effect.Effect<void, HttpServerResponse.HttpServerResponse>
+) => Effect.Effect<void, HttpServerResponse.HttpServerResponse>
+
+/** How `/metrics` is served. */
+export interface Options {
+  /** Default `/metrics`. */
+  readonly path?: HttpRouter.PathInput | undefined
+  /** The scrape token (`JANUS_METRICS_TOKEN`); none: every scrape is answered. */
+  readonly token?: Option.Option<Redacted.Redacted<string>> | undefined
+  /** Limits around the token check (only when there is a token); default: the check alone. */
+  readonly admit?: Admit | undefined
+}
+
 /** `GET path` (default `/metrics`) on the gateway's router. */
-export const layer = (options: { readonly path?: HttpRouter.PathInput | undefined } = {}): Layer.Layer<
-  never,
-  never,
-  HttpRouter.HttpRouter
-> =>
-  HttpRouter.use((router) =>
+export const layer = (options: Options = {}): Layer.Layer<never, never, HttpRouter.HttpRouter> => {
+  const token = options.token ?? Option.none()
+  const verify = Option.map(token, ScrapeToken.verifier)
+  const admit: Admit = options.admit ?? ((_, verified) => verified)
+  const metrics = (context: Context.Context<HttpServerRequest.HttpServerRequest>) => {
+    const request = Context.get(context, HttpServerRequest.HttpServerRequest)
+    const open = wantsOpenMetrics(request.headers["accept"])
+    return HttpServerResponse.text(
+      open
+        ? formatOpenMetricsUnsafe(context as Context.Context<never>)
+        : formatUnsafe(context as Context.Context<never>),
+      {
+        contentType: open ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE,
+        headers: { "cache-control": "no-store" }
+      }
+    )
+  }
+  return HttpRouter.use((router) =>
     Effect.andThen(
       Metrics.withContext(Metrics.initialize),
       router.add(
         "GET",
         options.path ?? "/metrics",
         Effect.contextWith((context: Context.Context<HttpServerRequest.HttpServerRequest>) => {
+          if (Option.isNone(verify)) return Effect.succeed(metrics(context))
           const request = Context.get(context, HttpServerRequest.HttpServerRequest)
-          const open = wantsOpenMetrics(request.headers["accept"])
-          return Effect.succeed(
-            HttpServerResponse.text(
-              open
-                ? formatOpenMetricsUnsafe(context as Context.Context<never>)
-                : formatUnsafe(context as Context.Context<never>),
-              {
-                contentType: open ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE,
-                headers: { "cache-control": "no-store" }
-              }
-            )
+          const check = verify.value
+          const verified = Effect.suspend(() =>
+            check(request.headers["authorization"]) ? Effect.void : Effect.fail(ScrapeToken.refusal())
+          )
+          return admit(request, verified).pipe(
+            Effect.map(() => metrics(context)),
+            Effect.catch((refused) => Effect.succeed(refused))
           )
         })
       )
     )
   )
+}
 
 /** `layer()` at `/metrics`. */
 export const layerHttp: Layer.Layer<never, never, HttpRouter.HttpRouter> = layer()
