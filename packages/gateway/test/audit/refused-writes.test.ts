@@ -9,7 +9,8 @@
  * value showing) a real HTTP request gets the error, and the audit log holds
  * one `admin` row of that request id with outcome `refused`, the actor
  * (admin token id and name, never the token), method, path (no query),
- * status and `<code>: <message>` as reason; nothing else changed. A write
+ * status and `<code>: <message>` as reason; nothing else changed (no
+ * resource, no `admin` event). A write
  * that succeeds is audited as before (outcome ok, no path). A 100 KB field
  * name, a NUL or a lone surrogate in a refused body give a bounded, storable
  * reason, and the audit chain still verifies. With OAuth, a refused write of
@@ -18,7 +19,7 @@
  * insufficient_scope).
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { AdminTokens, AuditLog, type AuditRecord, Connections } from "@janus/storage"
+import { AdminTokens, AuditLog, type AuditRecord, Connections, EventLog } from "@janus/storage"
 import * as StorageTesting from "@janus/storage/testing"
 import { Context, Effect, Layer, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -66,13 +67,15 @@ const refusedOnce = (reply: Reply, status: number, code: string, method: string,
     return row
   })
 
-/** The stored state an admin write could change: the connections, secrets and tokens. */
+/** The stored state an admin write could change: connections, secrets, tokens, and `admin` events. */
 const state = Effect.gen(function*() {
+  yield* (yield* EventLog).flush
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ c: unknown; s: unknown; t: unknown; v: unknown }>`SELECT
+  const rows = yield* sql<{ c: unknown; s: unknown; t: unknown; v: unknown; e: unknown }>`SELECT
     (SELECT count(*) FROM connections) AS c, (SELECT count(*) FROM secrets) AS s,
-    (SELECT count(*) FROM client_tokens) AS t, (SELECT coalesce(sum(version), 0) FROM connections) AS v`
-  return rows.map((r) => [Number(r.c), Number(r.s), Number(r.t), Number(r.v)])[0]!
+    (SELECT count(*) FROM client_tokens) AS t, (SELECT coalesce(sum(version), 0) FROM connections) AS v,
+    (SELECT count(*) FROM broker_event WHERE topic = 'admin') AS e`
+  return rows.map((r) => [Number(r.c), Number(r.s), Number(r.t), Number(r.v), Number(r.e)])[0]!
 })
 
 const isStorable = (text: string) =>
