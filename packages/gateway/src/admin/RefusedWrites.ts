@@ -27,6 +27,12 @@
  *   a 429) is an `auth` row instead (`calls/AdmissionAudit`): no actor is
  *   known.
  * - Reads (`GET`) that fail are not recorded: they change nothing.
+ * - The admin API is the boundary recorded here. The CLI records no
+ *   refusals: it writes to the database itself, run by someone who holds
+ *   the database and the master key, so its refusals guard nothing that user
+ *   could not do otherwise (its changes are audited, `cli/AuditedStorage`).
+ *   A `JANUS_CONFIG_FILE` that does not validate is reported by `/readyz`
+ *   and the log, as the operator's file, not as an admin write.
  * - The row is written like a change's (`AuditLog.record`, so with
  *   `AUDIT_DURABILITY=sync` the refusal is answered once it is recorded); no
  *   `admin` event goes with it: nothing changed.
