@@ -5,9 +5,10 @@
  * **Rules**
  *
  * - Three kinds of record: `call` (one per tools/call attempt), `admin` (one
- *   per configuration change, by any interface) and `auth` (a request refused
- *   before a caller was admitted: unauthenticated, or a limiter; and failed
- *   admin authentications). No argument or response body, no credential
+ *   per configuration change, by any interface, and one per admin write the
+ *   admin API refused: outcome `refused`, its method, path and why) and
+ *   `auth` (a request refused before a caller was admitted: unauthenticated,
+ *   or a limiter; and failed admin authentications). No argument or response body, no credential
  *   value: a presented credential is described by its kind and a fingerprint,
  *   and a changed secret or token hash only as `"changed"` (the caller of
  *   `record` makes the diff; see the gateway's `AdminAudit`).
@@ -18,7 +19,7 @@
  *   stored field in a fixed order (`at` as epoch milliseconds, absent values
  *   as null): editing any field, moving a record to another seq or chain,
  *   or dropping one breaks the chain at that record. A field added after the
- *   chain began (`reason`) is hashed only when it is set, so every record
+ *   chain began (`reason`, `path`) is hashed only when it is set, so every record
  *   written before it keeps its hash.
  *
  * @since 0.1.0
@@ -39,7 +40,9 @@ export const AuditOutcome = Schema.Literals([
   "shed",
   "breaker_open",
   "timeout",
-  "unauthenticated"
+  "unauthenticated",
+  /** An authenticated admin write the admin API refused (4xx): nothing was changed. */
+  "refused"
 ])
 export type AuditOutcome = typeof AuditOutcome.Type
 
@@ -58,7 +61,10 @@ export const AuditEntry = Schema.Struct({
   identity: Schema.String,
   /** The tool called (`call`), or `<connection>/<prompt or resource>` for the other methods; empty for the other kinds. */
   tool: Schema.String,
-  /** The MCP method of a `call`: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, ...; empty otherwise. */
+  /**
+   * The MCP method of a `call`: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, ...; the
+   * HTTP method of a refused admin write (`POST`, `PUT`, `PATCH`, `DELETE`); empty otherwise.
+   */
   method: Schema.String,
   connection: Text,
   outcome: AuditOutcome,
@@ -81,7 +87,10 @@ export const AuditEntry = Schema.Struct({
   credentialFingerprint: Text,
   /** The limiter bucket that refused (`ip`, `identity`, `auth_failure`). */
   bucket: Text,
-  /** Why an authentication was refused (`auth`): `expired`, `wrong_audience`, `unknown_token`, ... */
+  /**
+   * Why an authentication was refused (`auth`): `expired`, `wrong_audience`, `unknown_token`, ...; why an
+   * admin write was refused (`refused`): `<error code>: <message>`, bounded.
+   */
   reason: Text,
   clientIp: Text,
   /** How many refusals this record stands for (sampled refusals; 1 otherwise). */
@@ -96,7 +105,9 @@ export const AuditEntry = Schema.Struct({
   /** The changed fields as JSON text: `{ "<field>": { "old": ..., "new": ... } }` or `"changed"` for secrets. */
   changes: Text,
   /** Where the change came from: `api`, `cli`, `studio`, `apply`. */
-  interface: Text
+  interface: Text,
+  /** The request path of a refused admin write (`/api/v1/connections/<id>`, no query); null otherwise. */
+  path: Text
 })
 export type AuditEntry = typeof AuditEntry.Type
 
@@ -155,6 +166,7 @@ export interface InsertRow {
   readonly version_after: number | null
   readonly changes: string | null
   readonly interface: string | null
+  readonly path: string | null
 }
 
 /** A row with its chain columns. */
@@ -216,7 +228,8 @@ export const toInsertRow = (input: AuditInput, at: Date): InsertRow => {
     version_before: int(input.versionBefore),
     version_after: int(input.versionAfter),
     changes: textOrNull(input.changes, 4_096),
-    interface: textOrNull(input.interface)
+    interface: textOrNull(input.interface),
+    path: textOrNull(input.path)
   }
 }
 
@@ -252,11 +265,12 @@ export const HASHED: ReadonlyArray<keyof InsertRow> = [
   "version_after",
   "changes",
   "interface",
-  "reason"
+  "reason",
+  "path"
 ]
 
 /** The fields of `HASHED` added after the chain began: hashed only when set (see the rules). */
-const HASHED_WHEN_SET: ReadonlySet<keyof InsertRow> = new Set(["reason"])
+const HASHED_WHEN_SET: ReadonlySet<keyof InsertRow> = new Set(["reason", "path"])
 
 /** SHA-256 (hex) of the record `row` at `seq` of `chain` after `prevHash` (see the rules). */
 export const hashOf = (chain: string, seq: number, prevHash: string, row: InsertRow): string => {
@@ -277,7 +291,7 @@ export const COLUMNS =
   `id, at, kind, identity, tool, method, connection, outcome, status, duration_ms, bytes_in, bytes_out,
   redactions, request_id, trace_id, caller_name, caller_subject, caller_client, credential_kind,
   credential_fingerprint, bucket, client_ip, repeats, action, resource_kind, resource_id, resource_name,
-  version_before, version_after, changes, interface, reason, chain, seq, prev_hash, hash`
+  version_before, version_after, changes, interface, reason, path, chain, seq, prev_hash, hash`
 
 /** A row as the drivers return it (bigint columns as bigint, number or string). */
 export type SelectRow = { readonly [K in keyof ChainedRow]: unknown } & {
@@ -323,7 +337,8 @@ export const storedRow = (row: SelectRow): InsertRow => ({
   version_before: numOrNull(row.version_before),
   version_after: numOrNull(row.version_after),
   changes: str(row.changes),
-  interface: str(row.interface)
+  interface: str(row.interface),
+  path: str(row.path)
 })
 
 export const fromRow = (row: SelectRow): AuditRecord => {
@@ -361,6 +376,7 @@ export const fromRow = (row: SelectRow): AuditRecord => {
     versionAfter: r.version_after,
     changes: r.changes,
     interface: r.interface,
+    path: r.path,
     chain: row.chain,
     seq: numOrNull(row.seq),
     hash: row.hash

@@ -299,6 +299,16 @@ export const migrations = {
   // for refusals written before it). Hashed only when set, so older records keep their hashes.
   "0012_audit_reason": statements(
     `ALTER TABLE audit_records ADD COLUMN reason text`
+  ),
+  // A refused admin write (validation, conflict, precondition, unknown resource, unreadable body) is an `admin`
+  // record with outcome `refused`, the HTTP method in `method` and the request path in `path` (null for the
+  // other records and for records written before it). Hashed only when set, so older records keep their hashes.
+  "0013_audit_refused_admin_writes": statements(
+    `ALTER TABLE audit_records DROP CONSTRAINT audit_records_outcome_check`,
+    `ALTER TABLE audit_records ADD CONSTRAINT audit_records_outcome_check
+      CHECK (outcome IN ('ok', 'error', 'denied', 'invalid', 'rate_limited', 'shed', 'breaker_open', 'timeout',
+        'unauthenticated', 'refused'))`,
+    `ALTER TABLE audit_records ADD COLUMN path text`
   )
 } as const
 

@@ -11,6 +11,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Logger, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { createHash } from "node:crypto"
 import { COLUMNS, hashOf, type SelectRow, storedRow } from "../src/AuditRows.ts"
 import {
   AuditChain,
@@ -133,6 +134,45 @@ for (const backend of backends<Services>(postgres)) {
           assert.strictEqual(perChain.length, 3)
           for (const row of perChain) assert.strictEqual(Number(row.n), 100)
           for (const row of perChain) assert.strictEqual(Number(row.max), 100, "seq 1..100 per chain")
+        })))
+
+      it.effect("a refused admin write (outcome refused, method, path) is stored and chained; its path is hashed", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const chain = unique("refused")
+          const log = yield* freshLog({ chain })
+          yield* log.record(entry(chain, 1))
+          yield* log.record({
+            kind: "admin",
+            identity: "admin:00000000-0000-0000-0000-000000000001",
+            outcome: "refused",
+            status: 400,
+            method: "POST",
+            path: "/api/v1/connections\u0000",
+            reason: "invalid_input: name \ud800"
+          })
+          yield* log.record(entry(chain, 2))
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{ outcome: string; method: string; path: string | null; reason: string | null }>`
+            SELECT outcome, method, path, reason FROM audit_records WHERE chain = ${chain} ORDER BY seq`
+          assert.deepStrictEqual(rows.map((r) => [r.outcome, r.method, r.path, r.reason]), [
+            ["ok", "tools/call", null, null],
+            ["refused", "POST", "/api/v1/connections\ufffd", "invalid_input: name \ufffd"],
+            ["ok", "tools/call", null, null]
+          ])
+          assert.isUndefined(yield* problemOf(chain))
+          // the path is part of the hash: editing it breaks the chain at that record
+          yield* sql`UPDATE audit_records SET path = '/api/v1/elsewhere' WHERE chain = ${chain} AND seq = 2`
+          assert.deepInclude(yield* problemOf(chain), { kind: "altered", seq: 2 })
+          // a record without a path hashes as before the column existed (its hash has no `path` in it)
+          const [first] = yield* sql<SelectRow>`SELECT ${sql.literal(COLUMNS)} FROM audit_records
+            WHERE chain = ${chain} AND seq = 1`
+          const stored = storedRow(first!)
+          const before: Array<unknown> = [chain, 1, first!.prev_hash]
+          for (const [field, value] of Object.entries(stored)) {
+            if (field === "reason" || field === "path") continue
+            before.push(value instanceof Date ? value.getTime() : value)
+          }
+          assert.strictEqual(first!.hash, createHash("sha256").update(JSON.stringify(before)).digest("hex"))
         })))
 
       it.effect("editing one row, deleting one, reordering two: verify names the record", () =>

@@ -341,6 +341,7 @@ for (const backend of backends<Services>(postgres)) {
               versionAfter: null,
               changes: null,
               interface: null,
+              path: null,
               chain: first.chain,
               seq: 0,
               hash: ""

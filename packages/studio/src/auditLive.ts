@@ -97,6 +97,9 @@ export const changeLines = (changes: unknown): Array<ChangeLine> => {
 
 /** An admin change in words: `update connection pets`. */
 export const changeTitle = (row: any): string =>
-  [row.action, row.resourceKind?.replaceAll("_", " "), row.resourceName ?? row.resourceId].filter((p) =>
-    typeof p === "string" && p !== ""
-  ).join(" ")
+  // a refused admin write changed nothing: its title is the request it refused
+  row.outcome === "refused" && typeof row.path === "string"
+    ? `refused ${row.method ?? ""} ${row.path}`
+    : [row.action, row.resourceKind?.replaceAll("_", " "), row.resourceName ?? row.resourceId].filter((p) =>
+      typeof p === "string" && p !== ""
+    ).join(" ")

@@ -103,6 +103,9 @@ export const ChangeDetail = (props: { row: any; caller: string; onClose: () => v
   const items: Array<[string, string]> = [
     ["Time", time(row.at)],
     ["Change", title],
+    ...(row.outcome === "refused"
+      ? [["Refused", `${orDash(row.status)}: ${orDash(row.reason)}`] as [string, string]]
+      : []),
     ["Actor", `${props.caller}${props.caller === row.identity ? "" : ` (${row.identity})`}`],
     ["Interface", orDash(row.interface)],
     ["Resource id", orDash(row.resourceId)],

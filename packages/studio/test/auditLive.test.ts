@@ -79,6 +79,9 @@ describe("admin changes live on the audit page", () => {
     expect(changeTitle(event("x", "c1", 2))).toBe("update connection pets")
     expect(changeTitle({ action: "rotate", resourceKind: "master_key", resourceName: null, resourceId: "k2" }))
       .toBe("rotate master key k2")
+    // a refused admin write changed nothing: it is named by the request it refused
+    expect(changeTitle({ outcome: "refused", action: null, method: "POST", path: "/api/v1/connections" }))
+      .toBe("refused POST /api/v1/connections")
     const lines = changeLines(JSON.stringify({
       description: { old: null, new: "The pet API" },
       baseUrl: { old: "http://a", new: "http://b" },

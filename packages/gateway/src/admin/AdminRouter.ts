@@ -17,7 +17,11 @@
  *   address, through `studio` when the request carries `X-Janus-Client:
  *   studio` (Studio sends it) and `api` otherwise. A request refused by
  *   authentication (401/403, or 429 of the failed-authentication bucket) is
- *   an `auth` row, sampled like MCP's (`calls/AdmissionAudit`).
+ *   an `auth` row, sampled like MCP's (`calls/AdmissionAudit`). An
+ *   authenticated write (`POST`, `PUT`, `PATCH`, `DELETE`) that fails, on any
+ *   route or none, is one `admin` row with outcome `refused` (4xx) or
+ *   `error` (5xx), its method, path, status and why (`RefusedWrites`),
+ *   recorded here around every handler so that no route can forget it.
  * - Unknown paths under `/api/v1` are 404 `route_not_found`; a known path with
  *   another method is 405 with `Allow`. A path the router cannot even match
  *   (not valid percent-encoded UTF-8: 400 `malformed_path`; a segment longer
@@ -28,6 +32,7 @@
  *
  * @since 0.1.0
  */
+import { AuditLog } from "@janus/storage"
 import { Cause, Context, Effect, Layer, Option } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
@@ -40,6 +45,7 @@ import { admissionRequest } from "../mcp/Guard.ts"
 import { CurrentRequestId } from "../observability/HttpObservability.ts"
 import { AdminAuth, AdminIdentity } from "./AdminAuth.ts"
 import * as Problem from "./Problem.ts"
+import * as RefusedWrites from "./RefusedWrites.ts"
 
 /** The mount point of the admin API. */
 export const PREFIX = "/api/v1"
@@ -63,7 +69,7 @@ export class AdminRouter extends Context.Service<AdminRouter, {
   static readonly layer: Layer.Layer<
     AdminRouter,
     never,
-    HttpRouter.HttpRouter | AdminAuth | Admission | AdmissionAudit
+    HttpRouter.HttpRouter | AdminAuth | Admission | AdmissionAudit | AuditLog
   > = Layer.effect(
     AdminRouter,
     Effect.gen(function*() {
@@ -71,6 +77,7 @@ export class AdminRouter extends Context.Service<AdminRouter, {
       const auth = yield* AdminAuth
       const admission = yield* Admission
       const refusals = yield* AdmissionAudit
+      const audit = yield* AuditLog
       // The admin routes alone, to tell 404 from 405 in the fallback.
       const known = FindMyWay.make<true>()
 
@@ -101,9 +108,16 @@ export class AdminRouter extends Context.Service<AdminRouter, {
                   : Effect.void
               )
             )
+            const actor = actorOf(principal, request, requestId, clientIp)
             return yield* handler.pipe(
               Effect.provideService(AdminIdentity, principal),
-              Effect.provideService(Actor.CurrentActor, actorOf(principal, request, requestId, clientIp))
+              Effect.provideService(Actor.CurrentActor, actor),
+              // a write that failed, whatever the route: one `admin` row saying why (`RefusedWrites`)
+              Effect.onError((cause) =>
+                RefusedWrites.isWrite(request.method) && !Cause.hasInterruptsOnly(cause)
+                  ? audit.record(RefusedWrites.inputOf(problemOf(cause), request.method, request.url, actor))
+                  : Effect.void
+              )
             )
           }).pipe(
             Effect.catchCause((cause) =>
@@ -208,8 +222,12 @@ const isRouteNotFound = (cause: Cause.Cause<unknown>): boolean =>
     onSome: (error) => HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
   })
 
+/** The problem a failure is answered with: its `ApiProblem`, or a 500 for a defect. */
+const problemOf = (cause: Cause.Cause<Problem.ApiProblem>): Problem.ApiProblem =>
+  Option.getOrElse(Cause.findErrorOption(cause), () => Problem.internal(cause))
+
 const render = (cause: Cause.Cause<Problem.ApiProblem>, requestId: string) => {
-  const problem = Option.getOrElse(Cause.findErrorOption(cause), () => Problem.internal(cause))
+  const problem = problemOf(cause)
   if (problem.status < 500) return Effect.succeed(Problem.toResponse(problem, requestId))
   const detail = problem.internal === undefined
     ? problem.message

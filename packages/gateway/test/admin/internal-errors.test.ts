@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { Secrets, StorageError } from "@janus/storage"
+import { AuditLog, Secrets, StorageError } from "@janus/storage"
 import { Effect, Layer, Logger } from "effect"
 import { adminToken, client, expectStatus } from "./support.ts"
 import * as Support from "./support.ts"
@@ -46,6 +46,24 @@ layer(Support.layer(Layer.merge(broken, capture)), Support.suiteOptions)("admin 
         assert.isDefined(line, `no log line for ${requestId}`)
         assert.include(line!, "admin API request failed")
       }
+      // the failed writes (not the read) are audited as errors: the fixed message, no internals, no body
+      const log = yield* AuditLog
+      yield* log.flush
+      for (const [reply, method] of [[replies[1]!, "PUT"], [replies[2]!, "DELETE"]] as const) {
+        const rows = (yield* log.query({ requestId: reply.headers["x-request-id"]!, limit: 10 })).items
+        assert.strictEqual(rows.length, 1, `${method}: one audit row`)
+        assert.deepInclude(rows[0]!, {
+          kind: "admin",
+          outcome: "error",
+          status: 500,
+          method,
+          path: "/api/v1/secrets/db-password"
+        })
+        assert.match(rows[0]!.reason!, /^internal_error: An internal error occurred/)
+        for (const internal of ["SELECT", "TypeError", secretValue]) assert.notInclude(rows[0]!.reason!, internal)
+      }
+      const read = (yield* log.query({ requestId: replies[0]!.headers["x-request-id"]!, limit: 10 })).items
+      assert.deepStrictEqual(read, [])
       const all = logged.join("\n")
       assert.include(all, "SELECT id, name FROM secrets")
       assert.include(all, "Cannot read properties of undefined")

@@ -23,7 +23,7 @@ describe("janus on an embedded database", () => {
     // migrate: names what it applied; the second run applies nothing
     let r = await run(["migrate"])
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Applied 12 migrations to embedded database in /)
+    assert.match(r.stdout, /Applied 13 migrations to embedded database in /)
     assert.match(r.stdout, /1 config/)
 
     // secret set from stdin (one trailing newline dropped), never echoed

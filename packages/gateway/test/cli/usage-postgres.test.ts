@@ -101,18 +101,18 @@ describe.concurrent("janus migrate and doctor on Postgres", async () => {
     const env = { DATABASE_URL: database.url(), JANUS_MASTER_KEY: key, JANUS_PORT: String(await freePort()) }
     let r = await janus(["doctor"], env)
     assert.strictEqual(r.code, 1, r.stdout + r.stderr)
-    assert.match(r.stdout, /FAIL {2}database: reachable; 12 migration\(s\) pending: run `janus migrate`/)
+    assert.match(r.stdout, /FAIL {2}database: reachable; 13 migration\(s\) pending: run `janus migrate`/)
 
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Applied 12 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
+    assert.match(r.stdout, /Applied 13 migrations to Postgres \(DATABASE_URL\):\n {2}1 config\n/)
     r = await janus(["migrate"], env)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /Database is up to date \(migration 12\)/)
+    assert.match(r.stdout, /Database is up to date \(migration 13\)/)
 
     r = await janus(["doctor"], { ...env, REDIS_URL: "redis://127.0.0.1:1" })
     assert.strictEqual(r.code, 1)
-    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(12\)/)
+    assert.match(r.stdout, /ok {4}database: reachable, migrations applied \(13\)/)
     assert.match(r.stdout, /ok {4}master key: JANUS_MASTER_KEY valid/)
     assert.match(r.stdout, /FAIL {2}redis: REDIS_URL not usable/)
     assert.match(r.stdout, /skip {2}egress: no connections/)

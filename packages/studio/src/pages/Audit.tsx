@@ -19,7 +19,19 @@ import { DataTable, RowButton } from "../tables.tsx"
 import { toast } from "../toast.tsx"
 import { CardForm, CheckField, ErrorBox, Page, SelectField, TextField, time, useAction } from "../ui.tsx"
 
-const OUTCOMES = ["", "ok", "error", "denied", "invalid", "rate_limited", "shed", "breaker_open", "timeout"]
+const OUTCOMES = [
+  "",
+  "ok",
+  "error",
+  "denied",
+  "invalid",
+  "rate_limited",
+  "shed",
+  "breaker_open",
+  "timeout",
+  "unauthenticated",
+  "refused"
+]
 const KIND_OPTIONS: ReadonlyArray<readonly [KindFilter, string]> = [
   ["", "Every kind"],
   ["call", "Calls"],
@@ -250,13 +262,14 @@ const AdminCells = (props: { row: any; caller: string; onOpen: () => void }) => 
       </td>
       <td>
         <span class={`badge ${row.outcome === "ok" ? "closed" : "open"}`}>{row.outcome}</span>
+        {typeof row.reason === "string" && row.reason !== "" ? <>{row.reason}</> : null}
       </td>
       <td title={row.identity}>
         {props.caller}
         {typeof row.interface === "string" && row.interface !== "" ? ` via ${row.interface}` : ""}
       </td>
       <td>—</td>
-      <td>—</td>
+      <td>{row.status ?? "—"}</td>
       <td>—</td>
       <td>—</td>
       <td class="buttons">
