@@ -13,7 +13,9 @@
  *   follows the prompt; `/api/v1/upstreams` reports the collisions;
  * - a client token limited to `both` sees no gamma prompt or resource;
  * - resources/read, prompts/get and completion/complete are audited with
- *   their method and appear on the `calls` event stream; the concurrency cap
+ *   their method and appear on the `calls` event stream, unknown targets
+ *   too (`invalid`; a batch of unknown prompts is rate limited like known
+ *   ones); the concurrency cap
  *   (1) sheds a second read while a slow one runs; the per-identity limit
  *   (burst 30) refuses the excess of a batch of 50 reads;
  * - pages of 2 (`pageSize`) of prompts/list cover every prompt of the three
@@ -242,8 +244,10 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       const s = yield* session("/mcp", limited.authorization)
       const prompts = texts((yield* s.rpc("prompts/list")).result)
       assert.notInclude(prompts, "gamma/")
+      // outside its view, the name is refused by the token's scope like a tool outside it (and audited denied)
       const refused = yield* s.rpc("prompts/get", { name: "gamma/test_simple_prompt" })
-      assert.strictEqual(refused.error?.code, -32602)
+      assert.strictEqual(refused.error?.data?.reason, "denied", texts(refused))
+      assert.notInclude(texts(refused), "[G]")
       const read = yield* s.rpc("resources/read", { uri: "janus://gamma/test://static-text" })
       assert.isDefined(read.error)
       assert.notInclude(texts(read), "[G]")
@@ -261,7 +265,15 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
         ref: { type: "ref/prompt", name: "gamma/test_prompt_with_arguments" },
         argument: { name: "arg1", value: "te" }
       })
-      yield* s.rpc("prompts/get", { name: "gamma/no_such_prompt" })
+      // unknown targets are attempts too (the caller's mistake: invalid), under the name the client gave
+      assert.strictEqual((yield* s.rpc("prompts/get", { name: "gamma/no_such_prompt" })).error?.code, -32602)
+      const unknownRef = yield* s.rpc("completion/complete", {
+        ref: { type: "ref/prompt", name: "no_such_prompt\u0000" },
+        argument: { name: "arg1", value: "te" }
+      })
+      assert.strictEqual(unknownRef.error?.code, -32602)
+      // params of the wrong shape are no attempt
+      assert.strictEqual((yield* s.rpc("prompts/get", { name: 42 })).error?.code, -32602)
       const audit = yield* AuditLog
       yield* audit.flush
       yield* events.flush
@@ -269,6 +281,9 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       const summary = records.map((r) => `${r.method} ${r.tool} ${r.connection} ${r.outcome}`).sort()
       assert.deepStrictEqual(summary, [
         "completion/complete gamma/test_prompt_with_arguments gamma ok",
+        // a NUL cannot be stored: it is recorded as U+FFFD
+        "completion/complete no_such_prompt\ufffd null invalid",
+        "prompts/get gamma/no_such_prompt null invalid",
         "prompts/get gamma/test_simple_prompt gamma ok",
         "resources/read gamma/test://static-text gamma ok"
       ])
@@ -281,8 +296,26 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       )
       assert.deepStrictEqual(
         calls.map((e) => (e.data as any).method).sort(),
-        ["completion/complete", "prompts/get", "resources/read"]
+        ["completion/complete", "completion/complete", "prompts/get", "prompts/get", "resources/read"]
       )
+    }))
+
+  it.effect("a batch of unknown prompts costs its limiter tokens: the excess is rate limited and audited so", () =>
+    Effect.gen(function*() {
+      const prober = yield* token("prober")
+      const b = yield* session("/mcp", prober.authorization, "2025-03-26")
+      const answers = yield* b.batch(
+        Array.from({ length: 50 }, (_, i) => ({ method: "prompts/get", params: { name: `no_such_prompt_${i}` } }))
+      )
+      assert.strictEqual(answers.length, 50)
+      const refused = answers.filter((a) => a.error?.data?.reason === "rate_limited")
+      assert.isAbove(refused.length, 15)
+      const audit = yield* AuditLog
+      yield* audit.flush
+      const records = (yield* audit.query({ limit: 100, identity: `token:${prober.id}` })).items
+      assert.strictEqual(records.length, 50)
+      assert.strictEqual(records.filter((r) => r.outcome === "rate_limited").length, refused.length)
+      assert.strictEqual(records.filter((r) => r.outcome === "invalid").length, 50 - refused.length)
     }))
 
   it.effect("the concurrency cap and the per-identity limit apply to reads", () =>
