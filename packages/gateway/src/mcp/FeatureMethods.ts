@@ -29,9 +29,13 @@
  *   (2026-07-28 `server/discover`); `resources.subscribe` and `completions`
  *   only when an upstream in the caller's view offers them.
  *   `completion/complete` without one is Method not found.
- * - `params.uri`, `params.name` and `params.ref.name` / `params.ref.uri`
- *   must be strings (any string: NUL and lone surrogates included, they are
- *   only compared and relayed): otherwise Invalid Params naming the value.
+ * - `params.uri`, `params.name`, `params.ref.name` / `params.ref.uri`, the
+ *   values of prompts/get `params.arguments` and completion/complete
+ *   `params.argument.name` / `value` must be strings (any string: NUL and
+ *   lone surrogates included, they are only compared and relayed):
+ *   otherwise Invalid Params naming the value, before an upstream sees it
+ *   (an upstream may answer a wrong type with an internal error, which the
+ *   client would read as the gateway's).
  *
  * @since 0.1.0
  */
@@ -78,6 +82,14 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
           `prompts/get params.arguments is ${describeValue(args)}; expected an object of string values`
         )
       }
+      const notText = args === undefined ? undefined : Object.entries(args).find(([, v]) => typeof v !== "string")
+      if (notText !== undefined) {
+        return ProtocolError.invalidParams(
+          `prompts/get params.arguments[${ClientText.json(notText[0])}] is ${
+            describeValue(notText[1])
+          }; expected a string (prompt arguments are strings)`
+        )
+      }
       return need("name", "the prompt's name")
     }
     case "completion/complete": {
@@ -97,9 +109,14 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
           } (a string)`
         )
       }
-      if (!Predicate.isReadonlyObject(params.argument) || typeof params.argument.name !== "string") {
+      if (
+        !Predicate.isReadonlyObject(params.argument) || typeof params.argument.name !== "string" ||
+        typeof params.argument.value !== "string"
+      ) {
         return ProtocolError.invalidParams(
-          `completion/complete params.argument is ${describeValue(params.argument)}; expected {"name":…,"value":…}`
+          `completion/complete params.argument is ${
+            describeValue(params.argument)
+          }; expected {"name":…,"value":…} (two strings)`
         )
       }
       return undefined
