@@ -21,7 +21,8 @@
  * - pages of 2 (`pageSize`) of prompts/list cover every prompt of the three
  *   upstreams once, in order;
  * - hostile `uri` / `name` values (NUL, lone surrogates, numbers, objects,
- *   64 KiB) are JSON-RPC errors, never a 5xx;
+ *   64 KiB, empty) are JSON-RPC errors, never a 5xx nor an internal error
+ *   (-32603), even where the upstream answers with one;
  * - a 2025 client (SDK v1) subscribed to `test://watched-resource` gets
  *   `notifications/resources/updated` on its session when the upstream says
  *   the resource changed, and none after unsubscribing;
@@ -256,6 +257,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
   it.effect("resources/read, prompts/get and completion/complete are audited with their method and on calls", () =>
     Effect.gen(function*() {
       const caller = yield* token("audited")
+      const base = new URL(yield* urlOf("/"))
       const events = yield* EventLog
       const before = yield* events.latestId
       const s = yield* session("/mcp", caller.authorization)
@@ -287,6 +289,12 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
         "prompts/get gamma/test_simple_prompt gamma ok",
         "resources/read gamma/test://static-text gamma ok"
       ])
+      // the metric says what the audit row says
+      const metrics = yield* Effect.promise(() => fetch(new URL("/metrics", base)).then((r) => r.text()))
+      assert.match(
+        metrics,
+        /mcp_server_operation_duration_seconds_count\{mcp_method_name="prompts\/get",gen_ai_tool_name="other",error_type="invalid"\} \d+\n/
+      )
       const read = records.find((r) => r.method === "resources/read")!
       assert.isAbove(read.bytesIn, 0)
       // in: the params sent; out: the answer, with the resource's contents (the larger of the two)
@@ -376,7 +384,9 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
         1e308,
         { uri: "x" },
         null,
-        "x".repeat(65_536)
+        "x".repeat(65_536),
+        // no URI: an SDK upstream asked for it answers with an internal error
+        ""
       ]
       for (const value of values) {
         for (
@@ -386,14 +396,42 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
             ["prompts/get", { name: value }],
             ["prompts/get", { name: "gamma/test_prompt_with_arguments", arguments: { arg1: value, arg2: "x" } }],
             ["completion/complete", { ref: { type: "ref/prompt", name: value }, argument: { name: "arg1", value } }],
-            ["completion/complete", { ref: { type: "ref/resource", uri: value }, argument: { name: "id", value: "1" } }]
+            ["completion/complete", {
+              ref: { type: "ref/resource", uri: value },
+              argument: { name: "id", value: "1" }
+            }],
+            ["completion/complete", {
+              ref: { type: "ref/prompt", name: "gamma/test_prompt_with_arguments" },
+              argument: { name: "arg1", value }
+            }]
           ] as const
         ) {
           const reply = yield* s.rpc(method, params)
           assert.isBelow(reply.status, 500, `${method} ${JSON.stringify(params).slice(0, 80)}: ${reply.status}`)
           assert.isTrue(reply.error !== undefined || reply.result !== undefined, `${method}: no JSON-RPC answer`)
+          // the client's mistake, or the upstream's failure: never an internal error of the gateway
+          assert.notStrictEqual(
+            reply.error?.code,
+            -32603,
+            `${method} ${JSON.stringify(params).slice(0, 80)}: ${reply.error?.message}`
+          )
         }
       }
+      // values the protocol makes strings are checked before an upstream sees them: Invalid Params naming them
+      // (a fresh token: the loop above spent this one's burst)
+      const typed = yield* session("/mcp", (yield* token("typed")).authorization)
+      const notText = yield* typed.rpc("completion/complete", {
+        ref: { type: "ref/prompt", name: "gamma/test_prompt_with_arguments" },
+        argument: { name: "arg1", value: null }
+      })
+      assert.strictEqual(notText.error?.code, -32602, texts(notText))
+      assert.include(notText.error?.message, "params.argument is")
+      const promptNotText = yield* typed.rpc("prompts/get", {
+        name: "gamma/test_prompt_with_arguments",
+        arguments: { arg1: 12, arg2: "x" }
+      })
+      assert.strictEqual(promptNotText.error?.code, -32602, texts(promptNotText))
+      assert.include(promptNotText.error?.message, `params.arguments["arg1"] is the number 12`)
     }))
 
   it.effect("the response cache honours ttlMs and cacheScope, per caller", () =>

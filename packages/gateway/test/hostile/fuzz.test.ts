@@ -394,6 +394,8 @@ interface Message {
   /** The `Mcp-Name` it needs on 2026-07-28. */
   readonly name?: string | undefined
   readonly audited?: string | undefined
+  /** Nested past the gateway's limit: the whole body is refused. */
+  readonly deep?: boolean | undefined
 }
 
 const AUDITED_STATELESS = ["tools/call", "resources/read", "prompts/get", "completion/complete"] as const
@@ -565,7 +567,8 @@ const other = (mirrored: boolean, session: boolean): fc.Arbitrary<Message> => {
       method: "tools/call",
       id: 1,
       name: "any_pet",
-      params: { name: "any_pet", arguments: { id: "x", q: nested(depth) }, ...meta }
+      params: { name: "any_pet", arguments: { id: "x", q: nested(depth) }, ...meta },
+      deep: true
     }))
   )
 }
@@ -617,7 +620,7 @@ const onSession = (token: string, session: Session, body: string): Wire => ({
   body
 })
 
-const envelope = (m: Message, id?: number): Json =>
+const envelope = (m: Message, id?: string): Json =>
   ({
     jsonrpc: "2.0",
     ...(m.id === undefined ? {} : { id: id ?? m.id }),
@@ -633,11 +636,20 @@ interface Run {
 
 const auditedOf = (m: Message): ReadonlyArray<string> => m.audited === undefined ? [] : [m.audited]
 
+/** The MCP body limit (1 MiB): a larger request is refused (413) before any message is read. */
+const MAX_BODY_BYTES = 1024 * 1024
+
+const withinLimit = (wire: Wire, audited: ReadonlyArray<string>): ReadonlyArray<string> =>
+  Buffer.byteLength(wire.body ?? "") > MAX_BODY_BYTES ? [] : audited
+
 const statelessRuns = (fixture: FixtureShape): fc.Arbitrary<Run> =>
   fc.oneof(
     { weight: 3, arbitrary: attempt(fixture, AUDITED_STATELESS, true) },
     { weight: 2, arbitrary: other(true, false) }
-  ).map((m) => ({ wire: statelessWire(fixture.clientToken, m.method, m.params, m.id, m.name), audited: auditedOf(m) }))
+  ).map((m) => {
+    const wire = statelessWire(fixture.clientToken, m.method, m.params, m.id, m.name)
+    return { wire, audited: withinLimit(wire, auditedOf(m)) }
+  })
 
 const sessionRuns = (fixture: FixtureShape, sessions: ReadonlyArray<Session>): fc.Arbitrary<Run> => {
   const batchable = sessions.find((s) => s.version === "2025-03-26")!
@@ -647,15 +659,18 @@ const sessionRuns = (fixture: FixtureShape, sessions: ReadonlyArray<Session>): f
   )
   return fc.oneof(
     // one message on a live session
-    fc.record({ session: fc.constantFrom(...sessions), m: message }).map(({ m, session }) => ({
-      wire: onSession(fixture.clientToken, session, toJson(envelope(m))),
-      audited: auditedOf(m)
-    })),
+    fc.record({ session: fc.constantFrom(...sessions), m: message }).map(({ m, session }) => {
+      const wire = onSession(fixture.clientToken, session, toJson(envelope(m)))
+      return { wire, audited: withinLimit(wire, auditedOf(m)) }
+    }),
     // a batch (2025-03-26), ids distinct
-    fc.array(message, { minLength: 1, maxLength: 4 }).map((ms) => ({
-      wire: onSession(fixture.clientToken, batchable, toJson(ms.map((m, i) => envelope(m, 1_000 + i)))),
-      audited: ms.flatMap(auditedOf)
-    })),
+    fc.array(message, { minLength: 1, maxLength: 4 }).map((ms) => {
+      // attempts get distinct ids; the others keep theirs (an id that is no id stays one)
+      const messages = ms.map((m, i) => m.audited === undefined ? envelope(m) : envelope(m, `batch-${i}`))
+      const wire = onSession(fixture.clientToken, batchable, toJson(messages))
+      // a message nested past the limit refuses the whole body
+      return { wire, audited: ms.some((m) => m.deep === true) ? [] : withinLimit(wire, ms.flatMap(auditedOf)) }
+    }),
     // initialize with hostile versions, capabilities and client info (a new session: no attempt)
     fc.record({
       version: fc.oneof(fc.constantFrom("2025-11-25", "2025-03-26"), bigOrHostile, wrongType),
