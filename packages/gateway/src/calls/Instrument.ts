@@ -113,6 +113,9 @@ export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Metrics.CallOutcom
       return e.reason === "unavailable" ? "error" : e.reason as Metrics.CallOutcome
     }
     if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
+    // an unknown prompt or resource, params an upstream refused: the caller's mistake, as the audit record says
+    const code = (error.value as { readonly code?: unknown }).code
+    if (e._tag === "ProtocolError" && (code === -32602 || code === -32002)) return "invalid"
   }
   return "error"
 }

@@ -12,9 +12,12 @@
  *   owning upstream under its own names (a prompt's upstream name, a
  *   resource's upstream URI, `ref` rewritten likewise), bounded by the
  *   connection's `timeoutMs`. An upstream's JSON-RPC error is relayed with
- *   its code, message and data; an unavailable upstream or a transport
- *   failure is a refusal (`unavailable`, `timeout`), and asks the pool to
- *   list that upstream again.
+ *   its code, message and data, except its internal error (-32603, or no
+ *   code): that is the upstream's failure, a refusal `unavailable` as for
+ *   tools/call (relayed, a client would take it for the gateway's internal
+ *   error). An unavailable upstream or a transport failure is a refusal
+ *   (`unavailable`, `timeout`), and asks the pool to list that upstream
+ *   again.
  * - `completion/complete` for an upstream that does not announce
  *   `completions` answers an empty completion without calling it.
  * - `resources/subscribe` / `unsubscribe` are authorized, audited and
@@ -65,6 +68,9 @@ const clean = (result: Params): Params => {
   }
   return rest
 }
+
+/** JSON-RPC Internal error: an upstream's is not relayed as such (see the rules). */
+const INTERNAL_ERROR = -32603
 
 const notFound = (uri: string): ProtocolError =>
   new ProtocolError({
@@ -117,10 +123,12 @@ export const make = Effect.fnUntraced(function*(
 
   const failure =
     (label: string, u: Upstream) => (error: UpstreamError): Effect.Effect<never, ProtocolError | ToolCallRefused> => {
-      if (error.kind === "rpc") {
+      // the upstream's own internal error is the upstream's failure, refused as for tools/call: relayed as
+      // -32603 a client would take it for the gateway's
+      if (error.kind === "rpc" && error.code !== undefined && error.code !== INTERNAL_ERROR) {
         return Effect.fail(
           new ProtocolError({
-            code: error.code ?? -32603,
+            code: error.code,
             message: error.detail,
             ...(error.data === undefined ? {} : { data: error.data }),
             status: 200

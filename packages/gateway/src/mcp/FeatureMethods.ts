@@ -14,6 +14,12 @@
  *   `<connection>/<name or uri>` (so a token's `conn/*` grants them), the
  *   concurrency cap, and one audit record with the method and one `calls`
  *   event each.
+ * - An unknown prompt, resource or completion reference is an attempt like
+ *   an unknown tool: it passes the same guard under the name or URI the
+ *   client gave and is audited `invalid` (the caller's mistake), so probing
+ *   for names leaves a trace and a batch of them costs its limiter tokens.
+ *   Params of the wrong shape (a `name` or `uri` that is no string) are no
+ *   attempt: Invalid Params, unaudited, as for `tools/call`.
  * - Results pass through as the upstream gave them; 2026-07-28 ones get
  *   `resultType: "complete"` and the gateway's `serverInfo` `_meta` (an
  *   upstream's `ttlMs` / `cacheScope` are kept).
@@ -23,9 +29,13 @@
  *   (2026-07-28 `server/discover`); `resources.subscribe` and `completions`
  *   only when an upstream in the caller's view offers them.
  *   `completion/complete` without one is Method not found.
- * - `params.uri` and `params.name` must be strings (any string: NUL and lone
- *   surrogates included, they are only compared and relayed): otherwise
- *   Invalid Params naming the value.
+ * - `params.uri`, `params.name`, `params.ref.name` / `params.ref.uri`, the
+ *   values of prompts/get `params.arguments` and completion/complete
+ *   `params.argument.name` / `value` must be strings (any string: NUL and
+ *   lone surrogates included, they are only compared and relayed):
+ *   otherwise Invalid Params naming the value, before an upstream sees it
+ *   (an upstream may answer a wrong type with an internal error, which the
+ *   client would read as the gateway's).
  *
  * @since 0.1.0
  */
@@ -33,7 +43,7 @@ import { Effect, Option, Predicate } from "effect"
 import * as ClientText from "../observability/ClientText.ts"
 import * as Cursor from "./Cursor.ts"
 import type { CallContext } from "./Dispatcher.ts"
-import { type FeatureCapabilities, type FeatureKind, Features, ROUTED_METHODS } from "./Features.ts"
+import { type FeatureCapabilities, type FeatureKind, Features, type Route, ROUTED_METHODS } from "./Features.ts"
 import type { McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { ErrorCode } from "./Protocol.ts"
@@ -72,6 +82,14 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
           `prompts/get params.arguments is ${describeValue(args)}; expected an object of string values`
         )
       }
+      const notText = args === undefined ? undefined : Object.entries(args).find(([, v]) => typeof v !== "string")
+      if (notText !== undefined) {
+        return ProtocolError.invalidParams(
+          `prompts/get params.arguments[${ClientText.json(notText[0])}] is ${
+            describeValue(notText[1])
+          }; expected a string (prompt arguments are strings)`
+        )
+      }
       return need("name", "the prompt's name")
     }
     case "completion/complete": {
@@ -83,9 +101,22 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
           }; expected {"type":"ref/prompt","name":…} or {"type":"ref/resource","uri":…}`
         )
       }
-      if (!Predicate.isReadonlyObject(params.argument) || typeof params.argument.name !== "string") {
+      const key = ref.type === "ref/prompt" ? "name" : "uri"
+      if (typeof ref[key] !== "string") {
         return ProtocolError.invalidParams(
-          `completion/complete params.argument is ${describeValue(params.argument)}; expected {"name":…,"value":…}`
+          `completion/complete params.ref.${key} is ${describeValue(ref[key])}; expected the ${
+            key === "name" ? "prompt's name" : "resource template's URI"
+          } (a string)`
+        )
+      }
+      if (
+        !Predicate.isReadonlyObject(params.argument) || typeof params.argument.name !== "string" ||
+        typeof params.argument.value !== "string"
+      ) {
+        return ProtocolError.invalidParams(
+          `completion/complete params.argument is ${
+            describeValue(params.argument)
+          }; expected {"name":…,"value":…} (two strings)`
         )
       }
       return undefined
@@ -94,6 +125,31 @@ const checkParams = (method: string, params: Readonly<Record<string, unknown>>):
       return need("uri", "the resource's URI")
   }
 }
+
+/** What the client asked for (a prompt's name, a resource's URI, a completion's reference): audited as given. */
+const requestedLabel = (method: string, params: Readonly<Record<string, unknown>>): string => {
+  if (method === "prompts/get") return params.name as string
+  if (method !== "completion/complete") return params.uri as string
+  const ref = params.ref as Readonly<Record<string, unknown>>
+  return (ref.type === "ref/prompt" ? ref.name : ref.uri) as string
+}
+
+/** The answer to a routed method when no upstream offers features at all. */
+const noFeatures = (method: string, params: Readonly<Record<string, unknown>>): ProtocolError =>
+  method.startsWith("prompts/")
+    ? ProtocolError.invalidParams(
+      `Unknown prompt ${ClientText.json(params.name)}: this server offers no prompts (prompts/list is empty)`
+    )
+    : method === "completion/complete"
+    ? ProtocolError.invalidParams("completion/complete: this server offers no prompts or resource templates")
+    : new ProtocolError({
+      code: ErrorCode.invalidParams,
+      message: `Resource ${
+        ClientText.json(params.uri)
+      } not found: this server offers no resources (resources/list is empty)`,
+      data: { uri: ClientText.echoed(params.uri as string) },
+      status: 200
+    })
 
 export interface FeatureMethodsOptions {
   readonly pageSize: number
@@ -157,23 +213,17 @@ export const make = (
     const params = raw ?? {}
     const invalid = checkParams(method, params)
     if (invalid !== undefined) return yield* invalid
-    if (Option.isNone(features)) {
-      return yield* method.startsWith("prompts/")
-        ? ProtocolError.invalidParams(
-          `Unknown prompt ${ClientText.json(params.name)}: this server offers no prompts (prompts/list is empty)`
-        )
-        : method === "completion/complete"
-        ? ProtocolError.invalidParams("completion/complete: this server offers no prompts or resource templates")
-        : new ProtocolError({
-          code: ErrorCode.invalidParams,
-          message: `Resource ${
-            ClientText.json(params.uri)
-          } not found: this server offers no resources (resources/list is empty)`,
-          data: { uri: ClientText.echoed(params.uri as string) },
-          status: 200
-        })
-    }
-    const route = yield* features.value.route(context.caller, method, params)
+    // an unknown prompt, resource or completion target is an attempt like an unknown tool: audited `invalid`
+    const unknown = (error: ProtocolError): Route => ({
+      label: requestedLabel(method, params),
+      run: Effect.fail(error)
+    })
+    const route = Option.isNone(features)
+      ? unknown(noFeatures(method, params))
+      : yield* Effect.catch(
+        features.value.route(context.caller, method, params),
+        (error) => Effect.succeed(unknown(error))
+      )
     const admitted = context.admitted === undefined ? undefined : Effect.mapError(
       context.admitted,
       (refusal) =>

@@ -13,13 +13,16 @@
  *   follows the prompt; `/api/v1/upstreams` reports the collisions;
  * - a client token limited to `both` sees no gamma prompt or resource;
  * - resources/read, prompts/get and completion/complete are audited with
- *   their method and appear on the `calls` event stream; the concurrency cap
+ *   their method and appear on the `calls` event stream, unknown targets
+ *   too (`invalid`; a batch of unknown prompts is rate limited like known
+ *   ones); the concurrency cap
  *   (1) sheds a second read while a slow one runs; the per-identity limit
  *   (burst 30) refuses the excess of a batch of 50 reads;
  * - pages of 2 (`pageSize`) of prompts/list cover every prompt of the three
  *   upstreams once, in order;
  * - hostile `uri` / `name` values (NUL, lone surrogates, numbers, objects,
- *   64 KiB) are JSON-RPC errors, never a 5xx;
+ *   64 KiB, empty) are JSON-RPC errors, never a 5xx nor an internal error
+ *   (-32603), even where the upstream answers with one;
  * - a 2025 client (SDK v1) subscribed to `test://watched-resource` gets
  *   `notifications/resources/updated` on its session when the upstream says
  *   the resource changed, and none after unsubscribing;
@@ -242,8 +245,10 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       const s = yield* session("/mcp", limited.authorization)
       const prompts = texts((yield* s.rpc("prompts/list")).result)
       assert.notInclude(prompts, "gamma/")
+      // outside its view, the name is refused by the token's scope like a tool outside it (and audited denied)
       const refused = yield* s.rpc("prompts/get", { name: "gamma/test_simple_prompt" })
-      assert.strictEqual(refused.error?.code, -32602)
+      assert.strictEqual(refused.error?.data?.reason, "denied", texts(refused))
+      assert.notInclude(texts(refused), "[G]")
       const read = yield* s.rpc("resources/read", { uri: "janus://gamma/test://static-text" })
       assert.isDefined(read.error)
       assert.notInclude(texts(read), "[G]")
@@ -252,6 +257,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
   it.effect("resources/read, prompts/get and completion/complete are audited with their method and on calls", () =>
     Effect.gen(function*() {
       const caller = yield* token("audited")
+      const base = new URL(yield* urlOf("/"))
       const events = yield* EventLog
       const before = yield* events.latestId
       const s = yield* session("/mcp", caller.authorization)
@@ -261,7 +267,15 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
         ref: { type: "ref/prompt", name: "gamma/test_prompt_with_arguments" },
         argument: { name: "arg1", value: "te" }
       })
-      yield* s.rpc("prompts/get", { name: "gamma/no_such_prompt" })
+      // unknown targets are attempts too (the caller's mistake: invalid), under the name the client gave
+      assert.strictEqual((yield* s.rpc("prompts/get", { name: "gamma/no_such_prompt" })).error?.code, -32602)
+      const unknownRef = yield* s.rpc("completion/complete", {
+        ref: { type: "ref/prompt", name: "no_such_prompt\u0000" },
+        argument: { name: "arg1", value: "te" }
+      })
+      assert.strictEqual(unknownRef.error?.code, -32602)
+      // params of the wrong shape are no attempt
+      assert.strictEqual((yield* s.rpc("prompts/get", { name: 42 })).error?.code, -32602)
       const audit = yield* AuditLog
       yield* audit.flush
       yield* events.flush
@@ -269,9 +283,18 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       const summary = records.map((r) => `${r.method} ${r.tool} ${r.connection} ${r.outcome}`).sort()
       assert.deepStrictEqual(summary, [
         "completion/complete gamma/test_prompt_with_arguments gamma ok",
+        // a NUL cannot be stored: it is recorded as U+FFFD
+        "completion/complete no_such_prompt\ufffd null invalid",
+        "prompts/get gamma/no_such_prompt null invalid",
         "prompts/get gamma/test_simple_prompt gamma ok",
         "resources/read gamma/test://static-text gamma ok"
       ])
+      // the metric says what the audit row says
+      const metrics = yield* Effect.promise(() => fetch(new URL("/metrics", base)).then((r) => r.text()))
+      assert.match(
+        metrics,
+        /mcp_server_operation_duration_seconds_count\{mcp_method_name="prompts\/get",gen_ai_tool_name="other",error_type="invalid"\} \d+\n/
+      )
       const read = records.find((r) => r.method === "resources/read")!
       assert.isAbove(read.bytesIn, 0)
       // in: the params sent; out: the answer, with the resource's contents (the larger of the two)
@@ -281,8 +304,26 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
       )
       assert.deepStrictEqual(
         calls.map((e) => (e.data as any).method).sort(),
-        ["completion/complete", "prompts/get", "resources/read"]
+        ["completion/complete", "completion/complete", "prompts/get", "prompts/get", "resources/read"]
       )
+    }))
+
+  it.effect("a batch of unknown prompts costs its limiter tokens: the excess is rate limited and audited so", () =>
+    Effect.gen(function*() {
+      const prober = yield* token("prober")
+      const b = yield* session("/mcp", prober.authorization, "2025-03-26")
+      const answers = yield* b.batch(
+        Array.from({ length: 50 }, (_, i) => ({ method: "prompts/get", params: { name: `no_such_prompt_${i}` } }))
+      )
+      assert.strictEqual(answers.length, 50)
+      const refused = answers.filter((a) => a.error?.data?.reason === "rate_limited")
+      assert.isAbove(refused.length, 15)
+      const audit = yield* AuditLog
+      yield* audit.flush
+      const records = (yield* audit.query({ limit: 100, identity: `token:${prober.id}` })).items
+      assert.strictEqual(records.length, 50)
+      assert.strictEqual(records.filter((r) => r.outcome === "rate_limited").length, refused.length)
+      assert.strictEqual(records.filter((r) => r.outcome === "invalid").length, 50 - refused.length)
     }))
 
   it.effect("the concurrency cap and the per-identity limit apply to reads", () =>
@@ -343,7 +384,9 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
         1e308,
         { uri: "x" },
         null,
-        "x".repeat(65_536)
+        "x".repeat(65_536),
+        // no URI: an SDK upstream asked for it answers with an internal error
+        ""
       ]
       for (const value of values) {
         for (
@@ -353,14 +396,42 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })("federated res
             ["prompts/get", { name: value }],
             ["prompts/get", { name: "gamma/test_prompt_with_arguments", arguments: { arg1: value, arg2: "x" } }],
             ["completion/complete", { ref: { type: "ref/prompt", name: value }, argument: { name: "arg1", value } }],
-            ["completion/complete", { ref: { type: "ref/resource", uri: value }, argument: { name: "id", value: "1" } }]
+            ["completion/complete", {
+              ref: { type: "ref/resource", uri: value },
+              argument: { name: "id", value: "1" }
+            }],
+            ["completion/complete", {
+              ref: { type: "ref/prompt", name: "gamma/test_prompt_with_arguments" },
+              argument: { name: "arg1", value }
+            }]
           ] as const
         ) {
           const reply = yield* s.rpc(method, params)
           assert.isBelow(reply.status, 500, `${method} ${JSON.stringify(params).slice(0, 80)}: ${reply.status}`)
           assert.isTrue(reply.error !== undefined || reply.result !== undefined, `${method}: no JSON-RPC answer`)
+          // the client's mistake, or the upstream's failure: never an internal error of the gateway
+          assert.notStrictEqual(
+            reply.error?.code,
+            -32603,
+            `${method} ${JSON.stringify(params).slice(0, 80)}: ${reply.error?.message}`
+          )
         }
       }
+      // values the protocol makes strings are checked before an upstream sees them: Invalid Params naming them
+      // (a fresh token: the loop above spent this one's burst)
+      const typed = yield* session("/mcp", (yield* token("typed")).authorization)
+      const notText = yield* typed.rpc("completion/complete", {
+        ref: { type: "ref/prompt", name: "gamma/test_prompt_with_arguments" },
+        argument: { name: "arg1", value: null }
+      })
+      assert.strictEqual(notText.error?.code, -32602, texts(notText))
+      assert.include(notText.error?.message, "params.argument is")
+      const promptNotText = yield* typed.rpc("prompts/get", {
+        name: "gamma/test_prompt_with_arguments",
+        arguments: { arg1: 12, arg2: "x" }
+      })
+      assert.strictEqual(promptNotText.error?.code, -32602, texts(promptNotText))
+      assert.include(promptNotText.error?.message, `params.arguments["arg1"] is the number 12`)
     }))
 
   it.effect("the response cache honours ttlMs and cacheScope, per caller", () =>
