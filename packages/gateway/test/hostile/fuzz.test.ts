@@ -39,9 +39,8 @@
  * - the Studio event stream opened before the run is still open after it
  *   and receives a fresh change signal;
  * - `GET /api/v1/audit/verify` still verifies the chain.
- * Admin writes (attempted and refused) are counted for
- * `assertAdminWritesAudited`, which checks only the successful ones until
- * refused writes are audited (see it).
+ * - every admin write leaves exactly one `admin` audit row, refused or made
+ *   (`adminRowsOf`).
  */
 import { assert, layer } from "@effect/vitest"
 import { AdminTokens, AuditLog, ClientTokens, Connections, Endpoints } from "@janus/storage"
@@ -837,29 +836,24 @@ const adminRuns = (fixture: FixtureShape): fc.Arbitrary<AdminRun> =>
     { weight: 2, arbitrary: extraAdmin(fixture) }
   ).map((wire) => ({ wire }))
 
-/** Admin writes sent, and those answered 2xx. */
-/** Admin writes sent during the admin property, those answered 201 (a creation), and the admin rows before it. */
-const adminWrites = { attempted: 0, created: 0, rowsBefore: 0 }
+/** Admin rows the admin property's requests must leave, those answered 201 (a creation), and the rows before it. */
+const adminWrites = { expected: 0, created: 0, rowsBefore: 0 }
+
+/** Refusals before the admin API knows an actor: `auth` rows or no row (framing), never an `admin` row. */
+const BEFORE_ACTOR: ReadonlySet<number> = new Set([401, 403, 414, 415, 429, 431])
 
 /**
- * Whether `wire` asks for a change: a write method under `/api/v1`, not a
- * preview (`dryRun=true`), not a connection test, not the event stream.
+ * The `admin` rows `wire`, answered with `status`, must leave: one for every
+ * write method under `/api/v1` that the admin API refused (the caller known:
+ * not a refusal of authentication or framing, see `BEFORE_ACTOR`), one for
+ * every change made, none for a read, a preview (`dryRun=true`) that
+ * succeeded, or a connection test.
  */
-const isAdminWrite = (wire: Wire): boolean =>
-  wire.method !== "GET" && wire.method !== "HEAD" && wire.path.startsWith("/api/v1/") &&
-  !/[?&]dryRun=true(&|$)/.test(wire.path) && !/\/test(\?|$)/.test(wire.path) && !wire.path.startsWith("/api/v1/events")
-
-/**
- * Admin writes and their audit rows (`kind = 'admin'`, `rows` counted since
- * the admin property started). Today only changes are audited, so only the
- * creations (201, one row each) are a lower bound. Once refused admin writes
- * are audited too, call it with `refusedAudited = true`: then every write
- * attempted with the admin token ({@link isAdminWrite}; adjust it to that
- * rule if it counts previews or no-op writes differently) has exactly one row.
- */
-const assertAdminWritesAudited = (rows: number, refusedAudited = false) => {
-  if (refusedAudited) assert.strictEqual(rows, adminWrites.attempted, "admin audit rows vs admin writes attempted")
-  else assert.isAtLeast(rows, adminWrites.created, "admin audit rows vs admin creations")
+const adminRowsOf = (wire: Wire, status: number): number => {
+  if (!["POST", "PUT", "PATCH", "DELETE"].includes(wire.method.toUpperCase())) return 0
+  if (!wire.path.startsWith("/api/v1/") || wire.path.startsWith("/api/v1/events")) return 0
+  if (status >= 400) return BEFORE_ACTOR.has(status) ? 0 : 1
+  return /[?&]dryRun=true(&|$)/.test(wire.path) || /\/test(\?|$)/.test(wire.path) ? 0 : 1
 }
 
 // -----------------------------------------------------------------------------
@@ -944,10 +938,8 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })(
             check(adminRuns(fixture), { numRuns: RUNS.admin, seed: SEED }, async ({ wire }) => {
               const answer = await send(base, wire)
               assertNoServerError(answer)
-              if (isAdminWrite(wire)) {
-                adminWrites.attempted++
-                if (answer.status === 201) adminWrites.created++
-              }
+              adminWrites.expected += adminRowsOf(wire, answer.status)
+              if (answer.status === 201) adminWrites.created++
             })
           )
           // still serving, and still writing
@@ -959,7 +951,7 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })(
           }
           const created = yield* Effect.promise(() => send(base, write))
           assert.strictEqual(created.status, 201, created.text)
-          adminWrites.attempted++
+          adminWrites.expected++
           adminWrites.created++
           const health = yield* Effect.promise(() => fetch(new URL("/healthz", base)))
           assert.strictEqual(health.status, 200)
@@ -987,9 +979,12 @@ layer(TestLayer, { timeout: 120_000, excludeTestServices: true })(
 
     it.effect("after the run: admin writes are audited", () =>
       Effect.gen(function*() {
-        assert.isAbove(adminWrites.attempted, 0)
         assert.isAbove(adminWrites.created, 0)
-        assertAdminWritesAudited((yield* adminRows) - adminWrites.rowsBefore)
+        assert.strictEqual(
+          (yield* adminRows) - adminWrites.rowsBefore,
+          adminWrites.expected,
+          "admin audit rows vs admin writes refused or made"
+        )
       }))
 
     it.effect("after the run: /metrics and the heap stay bounded", () =>
