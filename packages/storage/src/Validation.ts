@@ -42,14 +42,21 @@ import { isStorableText } from "./Storable.ts"
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
 /** Fields whose value is not echoed even when wrong (a credential pasted where its name belongs). */
-const sensitiveField = /secret|token|password|credential|key/i
+const sensitiveField = /secret|token|pass|pwd|credential|key|auth|cookie|session|private|signature/i
+
+/**
+ * Maps whose values are an operator's own strings, often credentials under
+ * any name (`env.DB_PASS`, `headers.X-Api`): never shown, whatever the name.
+ */
+const opaqueMaps: ReadonlySet<string> = new Set(["env", "headers"])
 
 /**
  * The value at `path` in `input`, shown in an error: JSON, at most 100
- * characters; nothing when a segment of `path` is named like a credential.
+ * characters; nothing when a segment of `path` is named like a credential or
+ * lies inside an `env` or `headers` map.
  */
 export const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
-  if (path.some((key) => sensitiveField.test(String(key)))) return undefined
+  if (path.some((key) => sensitiveField.test(String(key)) || opaqueMaps.has(String(key)))) return undefined
   let current = input
   for (const key of path) {
     if (typeof current !== "object" || current === null || !Object.hasOwn(current, key)) return undefined

@@ -123,6 +123,19 @@ for (const backend of backends<Services>(postgres)) {
           )
           assert.strictEqual(secret.field, "auth.secret")
           assert.notInclude(secret.message, "tok3n")
+          // nor any value of a stdio connection's environment, whatever its name
+          const env = yield* expectFailure(
+            connections.create({
+              kind: "mcp",
+              transport: "stdio",
+              name: unique("local"),
+              command: "npx",
+              env: { DB_PASS: "hunter2\u0000", PLAIN: "x" }
+            }),
+            "InvalidInput"
+          )
+          assert.strictEqual(env.field, "env.DB_PASS")
+          assert.notInclude(env.message, "hunter2")
           assert.strictEqual(yield* count("connections"), before)
         }))
     })
