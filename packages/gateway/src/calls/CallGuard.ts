@@ -230,6 +230,6 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         )
       )
 
-    return McpGuard.of({ admit, admitMessage: admission.admitMessage, guardCall, holdStream })
+    return McpGuard.of({ admit, admitMessage: admission.admitMessage, guardCall, holdStream, openStreams: streams.held })
   })
 )

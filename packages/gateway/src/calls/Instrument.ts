@@ -203,6 +203,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
           links: transport === undefined ? [] : [{ span: transport, attributes: { "janus.link": "transport" } }]
         })
       }),
+    openStreams: guard.openStreams,
     holdStream: guard.holdStream === undefined ? undefined : (request, caller) =>
       Effect.withFiber((fiber) =>
         guard.holdStream!(request, caller).pipe(

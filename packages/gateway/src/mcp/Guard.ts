@@ -90,6 +90,8 @@ export class McpGuard extends Context.Service<McpGuard, {
   readonly holdStream?:
     | ((request: AdmissionRequest, caller: Caller.Caller) => Effect.Effect<void, AdmissionRefused, Scope.Scope>)
     | undefined
+  /** How many stream permits `identity` (a `Caller.id`) holds now on this instance (diagnostics and tests). */
+  readonly openStreams?: ((identity: string) => number) | undefined
 }>()("@janus/gateway/mcp/McpGuard") {
   /** Everyone is the anonymous caller; no limits. */
   static readonly layerAnonymous: Layer.Layer<McpGuard> = Layer.succeed(
