@@ -45,8 +45,8 @@
 import { Cause, Clock, Effect, Exit, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
-import type * as Caller from "../mcp/Caller.ts"
 import * as StreamPermits from "../http/StreamPermits.ts"
+import type * as Caller from "../mcp/Caller.ts"
 import { AdmissionRefused, type AdmissionRequest, McpGuard } from "../mcp/Guard.ts"
 import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { AdmissionAudit } from "./AdmissionAudit.ts"
@@ -230,6 +230,12 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         )
       )
 
-    return McpGuard.of({ admit, admitMessage: admission.admitMessage, guardCall, holdStream, openStreams: streams.held })
+    return McpGuard.of({
+      admit,
+      admitMessage: admission.admitMessage,
+      guardCall,
+      holdStream,
+      openStreams: streams.held
+    })
   })
 )

@@ -153,15 +153,17 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
     caller: Caller,
     id: RequestId | null = null
   ): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, Scope.Scope> =>
-    guard.holdStream === undefined ? Effect.succeed(undefined) : guard.holdStream(admissionRequest(request), caller).pipe(
-      Effect.as(undefined),
-      Effect.catchTag("AdmissionRefused", (refusal) =>
-        Effect.succeed(HttpReply.error(
-          id,
-          new ProtocolError({ code: ErrorCode.refused, message: refusal.message, status: refusal.status }),
-          refusal.headers
-        )))
-    )
+    guard.holdStream === undefined ?
+      Effect.succeed(undefined) :
+      guard.holdStream(admissionRequest(request), caller).pipe(
+        Effect.as(undefined),
+        Effect.catchTag("AdmissionRefused", (refusal) =>
+          Effect.succeed(HttpReply.error(
+            id,
+            new ProtocolError({ code: ErrorCode.refused, message: refusal.message, status: refusal.status }),
+            refusal.headers
+          )))
+      )
 
   const stateless = yield* Stateless.make({ keepAlive, shutdown, holdStream })
   const stateful = yield* Stateful.make({
