@@ -11,13 +11,14 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { Hub } from "@janus/sse"
 import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { HttpRouter, type HttpServer, HttpServerResponse } from "effect/http"
+import { HttpRouter, type HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
 import * as AdminChanges from "./audit/AdminChanges.ts"
 import * as AuditLogExport from "./audit/LogExport.ts"
 import * as AuditRetention from "./audit/Retention.ts"
+import type { AdminPrincipal } from "./auth/AdminPrincipal.ts"
 import * as Lifetime from "./auth/CredentialLifetime.ts"
 import { CredentialLifetime } from "./auth/CredentialLifetime.ts"
 import { Admission } from "./auth/index.ts"
@@ -39,6 +40,7 @@ import * as Hardening from "./http/Hardening.ts"
 import * as HostCheck from "./http/HostCheck.ts"
 import * as RequestFraming from "./http/RequestFraming.ts"
 import * as Startup from "./http/Startup.ts"
+import * as StreamPermits from "./http/StreamPermits.ts"
 import * as Studio from "./http/Studio.ts"
 import * as Cancellations from "./mcp/Cancellations.ts"
 import { Features } from "./mcp/Features.ts"
@@ -55,14 +57,49 @@ import * as ScopedCatalog from "./tools/ScopedCatalog.ts"
 
 export const VERSION = "0.1.0"
 
-/** The Studio event stream, admin-only: the admin API's authentication guards it, for as long as it holds. */
+/** The audited identity of an admin principal (as `admin/AdminRouter` records it): its stream permits' key. */
+const adminIdentity = (principal: AdminPrincipal): string =>
+  principal.kind === "admin_token" ? `admin:${principal.tokenId}` : `oauth:${principal.issuer}#${principal.subject}`
+
+/**
+ * The Studio event stream, admin-only: the admin API's authentication guards it, for as long as it holds; one
+ * admin identity holds at most `MAX_EVENT_STREAMS_PER_ADMIN` of them on this instance (429, audited, beyond).
+ */
 const EventRoutes = Layer.unwrap(Effect.gen(function*() {
   const auth = yield* AdminAuth
   const lifetime = yield* CredentialLifetime
+  const admission = yield* Admission
+  const refusals = yield* AdmissionAudit
+  const permits = StreamPermits.make(StreamPermits.MAX_EVENT_STREAMS_PER_ADMIN)
+  /** One of the principal's event-stream permits for the request's scope (see `http/StreamPermits.ts`). */
+  const hold = (request: HttpServerRequest.HttpServerRequest, principal: AdminPrincipal) =>
+    permits.hold(adminIdentity(principal)).pipe(
+      Effect.tapError(() =>
+        refusals.refused({
+          surface: "admin",
+          outcome: "rate_limited",
+          status: 429,
+          bucket: "streams",
+          reason: null,
+          clientIp: admission.clientAddress(Guard.admissionRequest(request)),
+          headers: request.headers
+        })
+      ),
+      Effect.mapError((reached) =>
+        Problem.make(
+          429,
+          "too_many_streams",
+          `This admin identity holds ${reached.held} of the ${reached.max} event streams it may hold open on ` +
+            `this instance; close one (a Studio tab) before opening another`,
+          { headers: { "retry-after": String(StreamPermits.RETRY_AFTER_SECONDS) } }
+        )
+      )
+    )
   return EventStream.routes((request) =>
     Effect.clockWith((clock) => {
       const since = clock.currentTimeMillisUnsafe()
       return auth.authenticate(request).pipe(
+        Effect.tap((principal) => hold(request, principal)),
         Effect.map((principal): EventStream.Admission => ({
           _tag: "Admitted",
           until: lifetime.until(Lifetime.ofPrincipal(principal), since)

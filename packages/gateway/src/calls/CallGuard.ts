@@ -25,14 +25,29 @@
  *   A tools/call that is a later message of a JSON-RPC batch first takes its
  *   own limiter tokens (`admitted`), inside the audited region too: a refusal
  *   there is audited `rate_limited`.
+ * - Open streams: one identity holds at most `MCP_MAX_STREAMS_PER_CALLER`
+ *   long-lived streams at once on this instance (`holdStream`, see
+ *   `http/StreamPermits.ts`): the 2025-era GET stream (standalone or resumed
+ *   with `Last-Event-ID`), the legacy `/sse` stream and the 2026-07-28
+ *   `subscriptions/listen` stream, on `/mcp` and every `/servers/{name}/mcp`
+ *   alike (one count per `Caller.id`). One more is refused before anything is
+ *   opened: 429 with `Retry-After`, a message with the cap and the count, and
+ *   an `auth` audit row (`rate_limited`, bucket `streams`), sampled like the
+ *   other refusals. A tools/call's own response stream is not counted: it
+ *   lasts as long as its call, which holds a concurrency permit, and its
+ *   side effects have started by the time it becomes a stream, so refusing
+ *   it then would be worse than the stream. The anonymous caller is one
+ *   identity for everybody (loopback development), so the cap does not
+ *   apply to it.
  *
  * @since 0.1.0
  */
 import { Cause, Clock, Effect, Exit, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
+import * as StreamPermits from "../http/StreamPermits.ts"
 import type * as Caller from "../mcp/Caller.ts"
-import { type AdmissionRefused, type AdmissionRequest, McpGuard } from "../mcp/Guard.ts"
+import { AdmissionRefused, type AdmissionRequest, McpGuard } from "../mcp/Guard.ts"
 import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { AdmissionAudit } from "./AdmissionAudit.ts"
 import { CallAudit } from "./CallAudit.ts"
@@ -185,6 +200,42 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         ) as Effect.Effect<A, E | ToolCallRefused, R>
       })
 
-    return McpGuard.of({ admit, admitMessage: admission.admitMessage, guardCall })
+    const streams = StreamPermits.make(config.MCP_MAX_STREAMS_PER_CALLER)
+    const holdStream = (request: AdmissionRequest, caller: Caller.Caller) =>
+      caller.kind === undefined || caller.kind === "anonymous" ? Effect.void : streams.hold(caller.id).pipe(
+        Effect.mapError((reached) =>
+          new AdmissionRefused({
+            status: 429,
+            message: `Too many open streams for this identity: it holds ${reached.held} of the ${reached.max} ` +
+              `long-lived streams (GET /mcp, /sse, subscriptions/listen) one caller may hold open on this instance ` +
+              `(MCP_MAX_STREAMS_PER_CALLER=${reached.max}); close one of them (or end an unused session with ` +
+              `DELETE) before opening another`,
+            headers: { "retry-after": String(StreamPermits.RETRY_AFTER_SECONDS) },
+            retryAfterMs: StreamPermits.RETRY_AFTER_SECONDS * 1_000,
+            bucket: "streams",
+            caller
+          })
+        ),
+        Effect.tapError(() =>
+          refusals.refused({
+            surface: "mcp",
+            outcome: "rate_limited",
+            status: 429,
+            bucket: "streams",
+            reason: null,
+            clientIp: admission.clientAddress(request),
+            headers: request.headers,
+            caller
+          })
+        )
+      )
+
+    return McpGuard.of({
+      admit,
+      admitMessage: admission.admitMessage,
+      guardCall,
+      holdStream,
+      openStreams: streams.held
+    })
   })
 )

@@ -205,7 +205,18 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
           },
           links: transport === undefined ? [] : [{ span: transport, attributes: { "janus.link": "transport" } }]
         })
-      })
+      }),
+    openStreams: guard.openStreams,
+    holdStream: guard.holdStream === undefined ?
+      undefined :
+      (request, caller) =>
+        Effect.withFiber((fiber) =>
+          guard.holdStream!(request, caller).pipe(
+            Effect.tapError((refused) =>
+              Effect.sync(() => Metrics.recordRefusal(fiber.context, refusalReason(refused.status)))
+            )
+          )
+        )
   })
 
 /** `McpGuard` decorated by {@link mcpGuard}: provide the undecorated guard to it. */

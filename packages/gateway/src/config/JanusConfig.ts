@@ -122,6 +122,18 @@ export const VARIABLES = {
     "Response cache TTL for idempotent GET tools; 0 is off"
   ),
   MCP_MAX_CONCURRENT_CALLS: variable(Settings.int(1, 100_000), 200, "Concurrent tools/call cap; the excess is shed"),
+  /*
+   * 16: a client holds one GET stream per session (or one subscriptions/listen per set of subscriptions), and an
+   * agent host running a few sessions under one token, with a reconnect overlapping the stream it replaces, stays
+   * well under it; each stream holds a socket, change subscriptions and keep-alive fibers, so 16 bounds what one
+   * credential can hold while hundreds of identities share an instance.
+   */
+  MCP_MAX_STREAMS_PER_CALLER: variable(
+    Settings.int(1, 10_000),
+    16,
+    "Long-lived streams (GET /mcp, /sse, subscriptions/listen) one identity may hold open on this instance; " +
+      "one more is refused with 429"
+  ),
   JANUS_ALLOW_ANONYMOUS: variable(
     Settings.boolean,
     false,

@@ -13,7 +13,10 @@
  * - `?topics=a,b` narrows the stream; no parameter means every topic.
  * - A bad `Last-Event-ID` is a 400 that says what is expected.
  * - The stream is admin-only: `AdminAuth` guards it (see `admin/`), and it
- *   ends when the admin's credential is revoked or expires.
+ *   ends when the admin's credential is revoked or expires. One admin
+ *   identity holds at most `MAX_EVENT_STREAMS_PER_ADMIN` (16) of them at once
+ *   on an instance; one more is 429 `too_many_streams`, audited (the guard
+ *   in `Gateway.ts`, through `http/StreamPermits.ts`).
  * - No compression or buffering sits between the stream and the socket: a
  *   buffer would accept writes a stalled client never reads and hide the
  *   blocked write that ADR-0197 uses to drop it.

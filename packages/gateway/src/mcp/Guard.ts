@@ -13,11 +13,12 @@
  * `completion/complete`, resource subscriptions) (authorize, concurrency permit) around
  * the catalog call, which resolves the tool and does the rest. The default
  * layer admits everyone as the anonymous caller with no limits; the auth and
- * limits work replaces it.
+ * limits work replaces it. `holdStream` caps the long-lived streams one
+ * identity holds open (see `calls/CallGuard.ts`).
  *
  * @since 0.1.0
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, type Scope } from "effect"
 import type { Headers, HttpServerRequest } from "effect/http"
 import * as Caller from "./Caller.ts"
 import type { ToolCallRefused } from "./ToolCatalog.ts"
@@ -79,6 +80,18 @@ export class McpGuard extends Context.Service<McpGuard, {
     /** The MCP method audited (default `tools/call`; also `resources/read`, `prompts/get`, ...). */
     method?: string | undefined
   ) => Effect.Effect<A, E | ToolCallRefused, R>
+  /**
+   * One of `caller`'s open-stream permits (`MCP_MAX_STREAMS_PER_CALLER`), taken
+   * before a long-lived stream (GET stream, legacy `/sse`,
+   * `subscriptions/listen`) is opened and held by the current scope (the
+   * request's, which closes when the response stream ends); a 429 refusal,
+   * audited, when the caller already holds its cap. Absent: no cap.
+   */
+  readonly holdStream?:
+    | ((request: AdmissionRequest, caller: Caller.Caller) => Effect.Effect<void, AdmissionRefused, Scope.Scope>)
+    | undefined
+  /** How many stream permits `identity` (a `Caller.id`) holds now on this instance (diagnostics and tests). */
+  readonly openStreams?: ((identity: string) => number) | undefined
 }>()("@janus/gateway/mcp/McpGuard") {
   /** Everyone is the anonymous caller; no limits. */
   static readonly layerAnonymous: Layer.Layer<McpGuard> = Layer.succeed(

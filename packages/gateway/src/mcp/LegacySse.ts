@@ -19,13 +19,27 @@
  * Both routes share the Streamable HTTP endpoint's gate (`guarded`: Origin,
  * admission, CORS for allowed browser origins, and the stream's end when its
  * credential is revoked or expires); CORS preflights are answered on both.
+ * Opening the stream takes one of the caller's open-stream permits
+ * (`MCP_MAX_STREAMS_PER_CALLER`, 429 without one), given back when it ends.
  *
  * The session lives with its SSE connection, so it is local to the instance
  * that holds the connection (this transport cannot move between replicas).
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Option, Predicate, Queue, Stream } from "effect"
+import {
+  Cause,
+  Deferred,
+  type Duration,
+  Effect,
+  Fiber,
+  FiberSet,
+  Option,
+  Predicate,
+  Queue,
+  type Scope,
+  Stream
+} from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
@@ -70,6 +84,11 @@ export interface LegacyOptions {
   readonly readBody: (
     request: HttpServerRequest.HttpServerRequest
   ) => Effect.Effect<ParsedBody | HttpServerResponse.HttpServerResponse>
+  /** One of the caller's open-stream permits for the request's scope, or the 429 that refuses the stream. */
+  readonly holdStream: (
+    request: HttpServerRequest.HttpServerRequest,
+    caller: Caller
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, Scope.Scope>
   readonly keepAlive: Duration.Duration
   readonly shutdown: Deferred.Deferred<void>
 }
@@ -107,6 +126,9 @@ export const mount = Effect.fnUntraced(function*(options: LegacyOptions) {
           )
         )
       }
+      // one of the caller's open-stream permits, held until this stream ends (`MCP_MAX_STREAMS_PER_CALLER`)
+      const refusal = yield* options.holdStream(request, gated)
+      if (refusal !== undefined) return refusal
       const id = newSessionId()
       // `/servers/:name/messages` names the server the stream was opened on
       const route = yield* Effect.serviceOption(HttpRouter.RouteContext)

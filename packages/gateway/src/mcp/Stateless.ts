@@ -36,7 +36,9 @@
  * `notifications/subscriptions/acknowledged` first, then coalesced
  * `notifications/tools/list_changed` (only if the client asked for
  * `toolsListChanged`), each tagged with the subscription id; on shutdown the
- * stream ends with the listen result.
+ * stream ends with the listen result. Opening it takes one of the caller's
+ * open-stream permits (`MCP_MAX_STREAMS_PER_CALLER`; 429 with the request's
+ * id without one), given back when the stream ends.
  *
  * @since 0.1.0
  */
@@ -82,6 +84,12 @@ export interface StatelessOptions {
   readonly keepAlive: Duration.Duration
   /** Completed when the endpoint shuts down: listen streams end gracefully. */
   readonly shutdown: Deferred.Deferred<void>
+  /** One of the caller's open-stream permits for the request's scope, or the 429 (with `id`) that refuses it. */
+  readonly holdStream: (
+    request: HttpServerRequest.HttpServerRequest,
+    caller: Caller,
+    id: RequestId
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, Scope.Scope>
 }
 
 const valueAt = (args: unknown, path: ReadonlyArray<string>): unknown => {
@@ -397,7 +405,13 @@ export const make = Effect.fnUntraced(function*(options: StatelessOptions) {
     }
     const admitted = admit(request, message)
     if (admitted instanceof ProtocolError) return Effect.succeed(HttpReply.error(message.id, admitted))
-    if (message.method === "subscriptions/listen") return Effect.succeed(listen(message, caller))
+    if (message.method === "subscriptions/listen") {
+      // one of the caller's open-stream permits, held until the listen stream ends (`MCP_MAX_STREAMS_PER_CALLER`)
+      return Effect.map(
+        options.holdStream(request, caller, message.id),
+        (refusal) => refusal ?? listen(message, caller)
+      )
+    }
     const context: CallContext = {
       stateless: true,
       caller,

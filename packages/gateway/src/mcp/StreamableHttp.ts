@@ -24,6 +24,10 @@
  * - An event-stream response ends when the credential that opened it stops
  *   being valid (revoked, deleted or expired, on any replica), through
  *   `streamLifetime`: every transport's streams, the legacy `/sse` included.
+ * - Long-lived streams (the GET stream, legacy `/sse`, `subscriptions/listen`)
+ *   first take one of the caller's open-stream permits (`McpGuard.holdStream`,
+ *   `MCP_MAX_STREAMS_PER_CALLER`), held until the response ends; without one,
+ *   429 and nothing is opened.
  * - Revision choice: a request whose `params._meta` claims a protocol version,
  *   or whose `MCP-Protocol-Version` header is `2026-07-28` (except an
  *   `initialize` without a claim), is served statelessly (`Stateless.ts`);
@@ -31,7 +35,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Layer, Predicate } from "effect"
+import { Deferred, Duration, Effect, Layer, Predicate, type Scope } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import * as Hardening from "../http/Hardening.ts"
@@ -42,7 +46,7 @@ import { Dispatcher, type DispatcherOptions } from "./Dispatcher.ts"
 import { AdmissionRefused, admissionRequest, McpGuard } from "./Guard.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { isParsedBody, type ParsedBody } from "./HttpReply.ts"
-import { classify, ProtocolError } from "./JsonRpc.ts"
+import { classify, ProtocolError, type RequestId } from "./JsonRpc.ts"
 import * as LegacySse from "./LegacySse.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
 import * as Origin from "./Origin.ts"
@@ -143,7 +147,25 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
   const shutdown = yield* Deferred.make<void>()
   yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
 
-  const stateless = yield* Stateless.make({ keepAlive, shutdown })
+  /** One of the caller's open-stream permits for the request's scope, or the 429 that refuses the stream. */
+  const holdStream = (
+    request: HttpServerRequest.HttpServerRequest,
+    caller: Caller,
+    id: RequestId | null = null
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, Scope.Scope> =>
+    guard.holdStream === undefined ?
+      Effect.succeed(undefined) :
+      guard.holdStream(admissionRequest(request), caller).pipe(
+        Effect.as(undefined),
+        Effect.catchTag("AdmissionRefused", (refusal) =>
+          Effect.succeed(HttpReply.error(
+            id,
+            new ProtocolError({ code: ErrorCode.refused, message: refusal.message, status: refusal.status }),
+            refusal.headers
+          )))
+      )
+
+  const stateless = yield* Stateless.make({ keepAlive, shutdown, holdStream })
   const stateful = yield* Stateful.make({
     retryMs: options.sseRetryMs ?? 1000,
     streamAfter: Duration.fromInputUnsafe(options.streamAfter ?? "250 millis"),
@@ -309,7 +331,10 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
         )
       ))
     }
-    return stateful.get(request, gated)
+    return Effect.flatMap(
+      holdStream(request, gated),
+      (refusal) => refusal === undefined ? stateful.get(request, gated) : Effect.succeed(refusal)
+    )
   }
 
   const del = (request: HttpServerRequest.HttpServerRequest, gated: Caller) => stateful.delete(request, gated)
@@ -338,6 +363,7 @@ const make = Effect.fnUntraced(function*(options: McpHttpOptions) {
       guarded,
       preflightOr,
       readBody,
+      holdStream,
       keepAlive,
       shutdown
     })
