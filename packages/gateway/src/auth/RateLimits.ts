@@ -445,6 +445,25 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
         decide(state, state.memory, key, tokens, shareOf(state)) as Effect.Effect<void, RateLimited>
       )
 
+    /** Redis decides within `timeout`; a store failure or a late answer is decided by `fallback`. */
+    const askRedis = (
+      state: TierState,
+      redis: RateLimiter.RateLimiter,
+      key: string,
+      tokens: 0 | 1,
+      fallback: () => Effect.Effect<void, RateLimited>
+    ): Effect.Effect<void, RateLimited> =>
+      decide(state, redis, key, tokens).pipe(
+        Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(noAnswer) }),
+        Effect.matchEffect({
+          onSuccess: () => markUp,
+          onFailure: (error) =>
+            error._tag === "RateLimited"
+              ? Effect.andThen(markUp, Effect.fail(error))
+              : Effect.andThen(markDown(state, error.message), fallback())
+        })
+      )
+
     /**
      * Redis decides, and the same token is taken from this instance's share
      * (see the Rules): when Redis does not answer in time, what the share had
@@ -463,16 +482,7 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
             ? Effect.void
             : refuse(state, Duration.millis(Math.max(1, Math.ceil(refillMillis - sinceRefill))))
         )
-      return decide(state, redis, key, 1).pipe(
-        Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(noAnswer) }),
-        Effect.matchEffect({
-          onSuccess: () => markUp,
-          onFailure: (error) =>
-            error._tag === "RateLimited"
-              ? Effect.andThen(markUp, Effect.fail(error))
-              : Effect.andThen(markDown(state, error.message), fromShare())
-        })
-      )
+      return askRedis(state, redis, key, 1, fromShare)
     }
 
     const consumeIn = (state: TierState, key: string, tokens: 0 | 1): Effect.Effect<void, RateLimited> => {
@@ -485,16 +495,7 @@ export const make = (options: LimitsOptions = {}): Effect.Effect<Limits, Invalid
         if (now < downUntil) return inMemoryFallback(state, key, tokens)
         if (tokens === 1) return inRedis(state, redis, key, now)
         // a look takes nothing, from Redis or from the share
-        return decide(state, redis, key, 0).pipe(
-          Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(noAnswer) }),
-          Effect.matchEffect({
-            onSuccess: () => markUp,
-            onFailure: (error) =>
-              error._tag === "RateLimited"
-                ? Effect.andThen(markUp, Effect.fail(error))
-                : Effect.andThen(markDown(state, error.message), inMemoryFallback(state, key, tokens))
-          })
-        )
+        return askRedis(state, redis, key, 0, () => inMemoryFallback(state, key, 0))
       })
     }
 
