@@ -45,6 +45,13 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 const sensitiveField = /secret|token|pass|pwd|credential|key|auth|cookie|session|private|signature/i
 
 /**
+ * Containers whose every field is hidden. Narrower than `sensitiveField`: an
+ * `auth` or `oauth` object also holds plain settings (`auth.scheme`,
+ * `oauth.issuer`) whose wrong value the operator needs to see.
+ */
+const sensitiveContainer = /secret|token|pass|pwd|credential/i
+
+/**
  * Maps whose values are an operator's own strings, often credentials under
  * any name (`env.DB_PASS`, `headers.X-Api`): never shown, whatever the name.
  */
@@ -52,11 +59,15 @@ const opaqueMaps: ReadonlySet<string> = new Set(["env", "headers"])
 
 /**
  * The value at `path` in `input`, shown in an error: JSON, at most 100
- * characters; nothing when a segment of `path` is named like a credential or
- * lies inside an `env` or `headers` map.
+ * characters; nothing when the field is named like a credential, or lies
+ * inside a credential-named container or an `env` or `headers` map.
  */
 export const shownValue = (input: unknown, path: ReadonlyArray<PropertyKey>): string | undefined => {
-  if (path.some((key) => sensitiveField.test(String(key)) || opaqueMaps.has(String(key)))) return undefined
+  const names = path.map(String)
+  const last = names.at(-1)
+  if (last !== undefined && sensitiveField.test(last)) return undefined
+  if (names.some((key) => opaqueMaps.has(key))) return undefined
+  if (names.slice(0, -1).some((key) => sensitiveContainer.test(key))) return undefined
   let current = input
   for (const key of path) {
     if (typeof current !== "object" || current === null || !Object.hasOwn(current, key)) return undefined

@@ -123,6 +123,13 @@ for (const backend of backends<Services>(postgres)) {
           )
           assert.strictEqual(secret.field, "auth.secret")
           assert.notInclude(secret.message, "tok3n")
+          // a plain setting beside the credential is shown: the operator needs to see the wrong value
+          const scheme = yield* expectFailure(
+            connections.create(restInput(unique("c"), { auth: { scheme: "kerb\u0000eros" } })),
+            "InvalidInput"
+          )
+          assert.strictEqual(scheme.field, "auth.scheme")
+          assert.include(scheme.message, String.raw`"kerb\u0000eros"`)
           // nor any value of a stdio connection's environment, whatever its name
           const env = yield* expectFailure(
             connections.create({
