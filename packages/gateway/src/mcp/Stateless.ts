@@ -64,6 +64,7 @@ import {
   type ResultJson
 } from "./JsonRpc.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
+import { checkParamHeaders } from "./ParamHeaders.ts"
 import {
   decodeHeaderValue,
   ErrorCode,
@@ -76,7 +77,6 @@ import {
 } from "./Protocol.ts"
 import * as Sse from "./Sse.ts"
 import type { ProgressReporter } from "./ToolCatalog.ts"
-import type { HeaderBinding } from "./ToolList.ts"
 
 /** @since 0.1.0 */
 export interface StatelessOptions {
@@ -90,64 +90,6 @@ export interface StatelessOptions {
     caller: Caller,
     id: RequestId
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, Scope.Scope>
-}
-
-const valueAt = (args: unknown, path: ReadonlyArray<string>): unknown => {
-  let current = args
-  for (const key of path) {
-    if (!Predicate.isReadonlyObject(current) || !Object.hasOwn(current, key)) return undefined
-    current = current[key]
-  }
-  return current
-}
-
-const headerMatches = (decoded: string, value: unknown): boolean => {
-  switch (typeof value) {
-    case "string":
-      return decoded === value
-    case "boolean":
-      return decoded === String(value)
-    case "number":
-      return decoded.trim() !== "" && Number(decoded) === value
-    default:
-      return false
-  }
-}
-
-/** Checks `Mcp-Param-*` headers against the arguments; the first violation, if any. */
-export const checkParamHeaders = (
-  headers: Readonly<Record<string, string | undefined>>,
-  bindings: ReadonlyArray<HeaderBinding>,
-  args: unknown
-): ProtocolError | undefined => {
-  for (const binding of bindings) {
-    const value = valueAt(args, binding.path)
-    if (value === undefined || value === null) continue
-    const raw = headers[binding.header]
-    if (raw === undefined) {
-      return ProtocolError.headerMismatch(
-        `${binding.headerName} header is missing: arguments.${binding.display} is ${
-          ClientText.json(value)
-        }, and the tool declares it with x-mcp-header, so the header must carry the same value`
-      )
-    }
-    const decoded = decodeHeaderValue(raw)
-    if (decoded === undefined) {
-      return ProtocolError.headerMismatch(
-        `${binding.headerName} header ${
-          ClientText.json(raw)
-        } has invalid characters or invalid Base64; expected visible ASCII or =?base64?<valid Base64>?=`
-      )
-    }
-    if (!headerMatches(decoded, value)) {
-      return ProtocolError.headerMismatch(
-        `${binding.headerName} header ${ClientText.json(decoded)} does not match arguments.${binding.display} ${
-          ClientText.json(value)
-        }`
-      )
-    }
-  }
-  return undefined
 }
 
 /** Builds the handler of 2026-07-28 POSTs. */

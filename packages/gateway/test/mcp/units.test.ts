@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, PubSub, Stream } from "effect"
 import { ListChanged, McpHttp, Origin, Protocol, Sessions, ToolCatalog } from "../../src/mcp/index.ts"
-import { checkParamHeaders } from "../../src/mcp/Stateless.ts"
+import { checkParamHeaders } from "../../src/mcp/ParamHeaders.ts"
 import * as ToolCall from "../../src/mcp/ToolCall.ts"
 import * as ToolList from "../../src/mcp/ToolList.ts"
 
