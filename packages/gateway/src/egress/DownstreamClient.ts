@@ -273,7 +273,8 @@ const make = Effect.fnUntraced(function*(options: DownstreamClientOptions) {
               timeoutMillis: prepared.timeoutMillis
             })
           )
-      })
+      }),
+      request.caller
     )
     return request.signal === undefined ? guarded : Effect.raceFirst(guarded, cancelled(prepared.id, request.signal))
   }

@@ -76,10 +76,14 @@ export class DownstreamUnavailable extends Schema.TaggedError<DownstreamUnavaila
 /** The connection's circuit breaker is open (or half-open with its probe in flight): failed fast, nothing sent. */
 export class BreakerOpen extends Schema.TaggedError<BreakerOpen>()("BreakerOpen", {
   connection: Schema.String,
-  retryAfterMillis: Schema.Number
+  retryAfterMillis: Schema.Number,
+  /** Whose circuit is open: the connection's (every caller) or only this caller's own calls on it. */
+  scope: Schema.optionalKey(Schema.Literals(["connection", "caller"]))
 }) {
   override get message(): string {
-    return `Circuit open for connection ${this.connection}; retry after ${this.retryAfterMillis} ms`
+    return this.scope === "caller" ?
+      `Circuit open for this caller's calls to connection ${this.connection} (its recent calls failed repeatedly; other callers are unaffected); retry after ${this.retryAfterMillis} ms` :
+      `Circuit open for connection ${this.connection}; retry after ${this.retryAfterMillis} ms`
   }
 }
 

@@ -32,6 +32,11 @@ export interface DownstreamRequest {
   readonly secret?: Redacted.Redacted<string> | undefined
   /** Aborting it aborts the in-flight request and fails the call with `DownstreamCancelled`. */
   readonly signal?: AbortSignal | undefined
+  /**
+   * The identity whose call this is (`Caller.id`), for the circuit breakers:
+   * one caller's failures open only its own circuit. Absent: the gateway's own call.
+   */
+  readonly caller?: string | undefined
 }
 
 export interface DownstreamResponse {

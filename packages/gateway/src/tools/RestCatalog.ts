@@ -50,6 +50,7 @@ import { type CallRecord, CurrentCall } from "../calls/CallRecord.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import {
   type AuthScheme,
+  type BreakerOpen,
   DownstreamClient,
   type DownstreamError,
   type DownstreamResponse,
@@ -157,11 +158,13 @@ const compile = (snapshot: ConfigSnapshot, validation: RestValidation.RestValida
 const refusal = (tool: string, error: DownstreamError | { readonly _tag: string; readonly message: string }) => {
   switch (error._tag) {
     case "BreakerOpen": {
-      const retryAfterMs = (error as { retryAfterMillis: number }).retryAfterMillis
+      const { retryAfterMillis: retryAfterMs, scope } = error as BreakerOpen
       return new ToolCallRefused({
         name: tool,
         reason: "breaker_open",
-        detail: `${error.message}; the downstream failed repeatedly, so calls fail fast until it recovers`,
+        detail: scope === "caller" ?
+          `${error.message}; check the arguments of the failing calls` :
+          `${error.message}; the downstream failed repeatedly, so calls fail fast until it recovers`,
         retryAfterMs
       })
     }
@@ -242,12 +245,14 @@ export const layer: Layer.Layer<
     }
 
     const send = (
+      caller: string,
       tool: CompiledTool,
       request: RestRequest.RestRequest,
       signal: AbortSignal | undefined,
       secret: Redacted.Redacted<string> | undefined
     ) =>
       downstream.call(tool.egress, {
+        caller,
         method: request.method,
         path: request.path,
         query: request.query as Array<[string, string]>,
@@ -360,7 +365,7 @@ export const layer: Layer.Layer<
           const secret = auth.scheme === "none"
             ? undefined
             : yield* secrets.reveal(auth.secret).pipe(Effect.mapError((error) => refusal(request.name, error)))
-          const call = send(tool, req, request.signal, secret)
+          const call = send(caller.id, tool, req, request.signal, secret)
           const response = yield* Option.match(request.progress, {
             onNone: () => call,
             onSome: (report) => {
