@@ -28,8 +28,8 @@
  * - Every failure counts against the caller's own circuit on the connection
  *   (same policy), so a caller whose calls keep failing gets `BreakerOpen`
  *   with scope `caller` and stops reaching the downstream, while other callers
- *   go on. With a single caller (one token, or anonymous access) that is the
- *   old behaviour exactly. Caller circuits live in this instance's memory
+ *   go on. With a single caller (one token, or anonymous access) its circuit
+ *   does what the connection circuit would, per instance. Caller circuits live in this instance's memory
  *   (idle ones dropped after `CALLER_CIRCUIT_IDLE_TTL`), never in the shared
  *   store: they cost no Redis round trip and add no metric series.
  * - Failing callers are remembered per instance. Behind a load balancer each
