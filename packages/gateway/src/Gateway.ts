@@ -10,9 +10,8 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { Hub } from "@janus/sse"
 import { AuditLog, ConfigCache, SecretCache, type Storage } from "@janus/storage"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpRouter, type HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { CircuitBreaker } from "effect/persistence"
 import { AdminApiRoutes, AdminAuth } from "./admin/index.ts"
 import * as Problem from "./admin/Problem.ts"
 import * as AdminChanges from "./audit/AdminChanges.ts"
@@ -134,15 +133,6 @@ const MetricsRoute = Layer.unwrap(Effect.gen(function*() {
       )
   })
 }))
-
-/** Circuit state in Redis (shared by every replica, memory while Redis is away), or in memory without Redis. */
-const layerBreakerStore = Layer.unwrap(
-  Effect.map(Effect.service(JanusConfig), (config) =>
-    Option.match(config.REDIS_URL, {
-      onNone: () => CircuitBreaker.layerStoreMemory(),
-      onSome: (url) => SharedBreakerStore.layer({ url: Redacted.value(url) })
-    }))
-)
 
 /** Every route of the gateway; `mcp` overrides the MCP transport's options (tests). */
 export const makeRoutes = (mcp: Partial<McpHttp.McpHttpOptions> = {}) =>
@@ -269,7 +259,7 @@ export const services: Layer.Layer<
     Egress.layer({}).pipe(Layer.provide(Layer.mergeAll(
       Egress.Resolver.layerSystem,
       // breaker state per connection as a gauge; shared through Redis when REDIS_URL is set
-      Instrument.breakerStoreLayer.pipe(Layer.provide(layerBreakerStore))
+      Instrument.breakerStoreLayer.pipe(Layer.provide(SharedBreakerStore.layerConfig))
     )))
   ),
   Layer.provideMerge(Security.layerAdmission),

@@ -112,7 +112,7 @@ export const VARIABLES = {
   REDIS_TIMEOUT: variable(
     Settings.duration(Duration.seconds(10)),
     Duration.millis(250),
-    "How long a rate-limit decision waits for Redis before deciding in this instance's memory for a second"
+    "How long a rate-limit or circuit-breaker decision waits for Redis before deciding in this instance's memory for a second"
   ),
   CONFIG_CACHE_TTL: variable(Settings.duration(), CacheSettings.defaults.config, "Config and client-token cache TTL"),
   SECRET_CACHE_TTL: variable(Settings.duration(), CacheSettings.defaults.secrets, "Secret cache TTL"),

@@ -7,8 +7,8 @@
  *
  * - With Redis, failures counted on any replica open the circuit on all of
  *   them, and one replica at a time runs the half-open probe.
- * - Redis away (a command fails, or does not answer within `timeout`,
- *   default 250 ms; a disconnected client fails at once): the replica decides in its own memory store for
+ * - Redis away (a command fails, or does not answer within `timeout`:
+ *   `REDIS_TIMEOUT`, as for the rate limits, default 250 ms; a disconnected client fails at once): the replica decides in its own memory store for
  *   `retryAfter` (default 1 s), then tries Redis again. A call never fails
  *   because the store is unavailable. The switch is logged once each way.
  * - An admission is recorded in the store that gave it: memory generations
@@ -20,8 +20,9 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { CircuitBreaker } from "effect/persistence"
+import { JanusConfig } from "../config/JanusConfig.ts"
 import * as Redis from "../redis/Redis.ts"
 
 /** @since 0.1.0 */
@@ -142,3 +143,17 @@ export const layer = (
       })
     })
   )
+
+/**
+ * The store the configuration asks for: `layer` on `REDIS_URL` with
+ * `REDIS_TIMEOUT`, or one in memory without Redis.
+ *
+ * @since 0.1.0
+ */
+export const layerConfig: Layer.Layer<CircuitBreaker.CircuitBreakerStore, never, JanusConfig> = Layer.unwrap(
+  Effect.map(Effect.service(JanusConfig), (config) =>
+    Option.match(config.REDIS_URL, {
+      onNone: () => CircuitBreaker.layerStoreMemory(),
+      onSome: (url) => layer({ url: Redacted.value(url), timeout: config.REDIS_TIMEOUT })
+    }))
+)
