@@ -28,7 +28,8 @@ import { type AuditInput, EventLog } from "@janus/storage"
 import { Clock, Context, Effect, Layer } from "effect"
 import * as ClientText from "../observability/ClientText.ts"
 import { CurrentRequestId, traceIdOf } from "../observability/HttpObservability.ts"
-import type { CallRecord, Outcome } from "./CallRecord.ts"
+import type { CallOutcome as Outcome } from "./CallOutcome.ts"
+import type { CallRecord } from "./CallRecord.ts"
 
 /** The audit input of `call` ended with `outcome` at `now`, in `context` (request id, span). */
 export const entryOf = (

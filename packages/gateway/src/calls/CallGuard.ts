@@ -48,9 +48,10 @@ import { JanusConfig } from "../config/JanusConfig.ts"
 import * as StreamPermits from "../http/StreamPermits.ts"
 import type * as Caller from "../mcp/Caller.ts"
 import { AdmissionRefused, type AdmissionRequest, McpGuard } from "../mcp/Guard.ts"
-import { type ToolCallError, type ToolCallOutcome, ToolCallRefused } from "../mcp/ToolCatalog.ts"
+import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
 import { AdmissionAudit } from "./AdmissionAudit.ts"
 import { CallAudit } from "./CallAudit.ts"
+import * as CallOutcome from "./CallOutcome.ts"
 import * as CallRecord from "./CallRecord.ts"
 
 /**
@@ -70,26 +71,6 @@ export const identityPermits = (max: number): number => Math.max(1, Math.ceil(ma
 /** JSON-RPC code of a gateway refusal (SPEC: every refusal is a clear JSON-RPC error). */
 const REFUSED = -32000
 
-const outcomeOf = (exit: Exit.Exit<unknown, unknown>): CallRecord.Outcome => {
-  if (Exit.isSuccess(exit)) {
-    const value = exit.value as ToolCallOutcome
-    return "isError" in value && value.isError === true ? "error" : "ok"
-  }
-  const error = Cause.findErrorOption(exit.cause)
-  if (error._tag === "Some") {
-    const e = error.value as ToolCallError
-    if (e._tag === "ToolCallRefused") return e.reason === "unavailable" ? "error" : e.reason
-    // the caller's mistake (an unknown tool, arguments that do not fit), not a failure of the gateway or downstream
-    if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
-    // an unknown prompt or resource, or params that do not fit (resources/read, prompts/get, completion/complete)
-    const code = (error.value as { readonly _tag?: string; readonly code?: number }).code
-    if ((error.value as { readonly _tag?: string })._tag === "ProtocolError" && (code === -32602 || code === -32002)) {
-      return "invalid"
-    }
-  }
-  return "error"
-}
-
 const bucketOf = (cause: Cause.Cause<unknown>): string | null => {
   const error = Cause.findErrorOption(cause)
   if (error._tag === "None") return null
@@ -106,12 +87,6 @@ const sizeOf = (value: unknown): number => {
   }
 }
 
-/** The audit outcome of an HTTP-level refusal. */
-const refusalOutcome = (status: AdmissionRefused["status"]) =>
-  status === 401 || status === 400 ? "unauthenticated" as const : status === 403 ? "denied" as const : status === 429
-    ? "rate_limited" as const
-    : "error" as const
-
 export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admission | AdmissionAudit> = Layer.effect(
   McpGuard,
   Effect.gen(function*() {
@@ -124,7 +99,7 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
       Effect.tapError(admission.admit(request), (refusal) =>
         refusals.refused({
           surface: "mcp",
-          outcome: refusalOutcome(refusal.status),
+          outcome: CallOutcome.ofAdmissionRefusal(refusal.status),
           status: refusal.status,
           bucket: refusal.bucket ?? null,
           reason: refusal.reason ?? null,
@@ -188,7 +163,7 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
         return (admitted === undefined ? authorized : Effect.andThen(admitted, authorized)).pipe(
           Effect.andThen(permitted),
           Effect.onExit((exit) => {
-            const outcome = outcomeOf(exit)
+            const outcome = CallOutcome.ofExit(exit)
             if (Exit.isFailure(exit) && record.status === null && outcome !== "error" && outcome !== "invalid") {
               record.status = REFUSED
             }

@@ -12,9 +12,6 @@
 import { Context } from "effect"
 import type { Caller } from "../mcp/Caller.ts"
 
-/** Every outcome an audit record of a call can have (SPEC "Audit record"). */
-export type Outcome = "ok" | "error" | "denied" | "invalid" | "rate_limited" | "shed" | "breaker_open" | "timeout"
-
 export interface CallRecord {
   readonly identity: string
   /** Who, by name, as it was when the call was made (the caller is immutable per token version). */

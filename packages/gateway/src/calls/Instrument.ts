@@ -43,13 +43,14 @@
  * @since 0.1.0
  */
 import { CacheSettings, ConfigCache, EventLogObserver, type SecretCache } from "@janus/storage"
-import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
+import { Context, Effect, Layer, Tracer } from "effect"
 import { CircuitBreaker } from "effect/persistence"
 import type { DownstreamClient } from "../egress/index.ts"
-import { type AdmissionRefused, McpGuard } from "../mcp/Guard.ts"
+import { McpGuard } from "../mcp/Guard.ts"
 import * as ClientText from "../observability/ClientText.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { TransportSpan } from "../observability/TraceContext.ts"
+import * as CallOutcome from "./CallOutcome.ts"
 import { CurrentCall } from "./CallRecord.ts"
 
 /** Span names, for tests and dashboards. */
@@ -86,40 +87,6 @@ const spanned = <A, E, R>(
 // McpGuard: admission and the tools/call span and metrics
 // -----------------------------------------------------------------------------
 
-const refusalReason = (status: AdmissionRefused["status"]): Metrics.RefusalReason => {
-  switch (status) {
-    case 400:
-    case 401:
-      return "unauthenticated"
-    case 403:
-      return "forbidden"
-    case 429:
-      return "rate_limited"
-    case 503:
-      return "shed"
-  }
-}
-
-/** The audit outcome of a finished tools/call (mirrors `CallGuard`). */
-export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Metrics.CallOutcome => {
-  if (Exit.isSuccess(exit)) {
-    const value = exit.value as { readonly isError?: unknown } | null
-    return typeof value === "object" && value !== null && value.isError === true ? "error" : "ok"
-  }
-  const error = Cause.findErrorOption(exit.cause)
-  if (Option.isSome(error)) {
-    const e = error.value as { readonly _tag?: unknown; readonly reason?: unknown }
-    if (e._tag === "ToolCallRefused" && typeof e.reason === "string") {
-      return e.reason === "unavailable" ? "error" : e.reason as Metrics.CallOutcome
-    }
-    if (e._tag === "InvalidToolArguments" || e._tag === "ToolNotFound") return "invalid"
-    // an unknown prompt or resource, params an upstream refused: the caller's mistake, as the audit record says
-    const code = (error.value as { readonly code?: unknown }).code
-    if (e._tag === "ProtocolError" && (code === -32602 || code === -32002)) return "invalid"
-  }
-  return "error"
-}
-
 /** `guard` with the admission span and refusal counts, and the tools/call span and metrics. */
 export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
   McpGuard.of({
@@ -129,7 +96,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
           fiber,
           guard.admit(request).pipe(
             Effect.tapError((refused) =>
-              Effect.sync(() => Metrics.recordRefusal(fiber.context, refusalReason(refused.status)))
+              Effect.sync(() => Metrics.recordRefusal(fiber.context, CallOutcome.ofAdmissionRefusal(refused.status)))
             )
           ),
           SpanNames.admit,
@@ -140,7 +107,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
       Effect.withFiber((fiber) =>
         guard.admitMessage(request, caller).pipe(
           Effect.tapError((refused) =>
-            Effect.sync(() => Metrics.recordRefusal(fiber.context, refusalReason(refused.status)))
+            Effect.sync(() => Metrics.recordRefusal(fiber.context, CallOutcome.ofAdmissionRefusal(refused.status)))
           )
         )
       ),
@@ -170,7 +137,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         const observed = guard.guardCall(caller, toolName, permitted, admitted, method).pipe(
           Effect.onExit((exit) =>
             Effect.withFiber((inner) => {
-              const outcome = outcomeOf(exit)
+              const outcome = CallOutcome.ofExit(exit)
               // inside the tools/call span (sampled, when traced): its ids are the exemplar
               const span = exemplar ? Context.getOrUndefined(inner.context, Tracer.ParentSpan) : undefined
               Metrics.recordCall(
@@ -213,7 +180,7 @@ export const mcpGuard = (guard: McpGuard["Service"]): McpGuard["Service"] =>
         Effect.withFiber((fiber) =>
           guard.holdStream!(request, caller).pipe(
             Effect.tapError((refused) =>
-              Effect.sync(() => Metrics.recordRefusal(fiber.context, refusalReason(refused.status)))
+              Effect.sync(() => Metrics.recordRefusal(fiber.context, CallOutcome.ofAdmissionRefusal(refused.status)))
             )
           )
         )

@@ -104,7 +104,9 @@ export const ErrorCode = {
   /** Implementation-defined (JSON-RPC server error range): the gateway refused the call. */
   refused: -32000,
   /** Implementation-defined: the `Mcp-Session-Id` names no live session (used with HTTP 404). */
-  sessionNotFound: -32001
+  sessionNotFound: -32001,
+  /** MCP: `resources/read` of a URI no server has. */
+  resourceNotFound: -32002
 } as const
 
 // ---------------------------------------------------------------------------

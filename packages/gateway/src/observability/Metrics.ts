@@ -16,7 +16,7 @@
  * | `mcp.server.operation.duration` | histogram, s | `mcp.method.name`, `gen_ai.tool.name` (catalog name or `other`), `error.type` | `mcp_server_operation_duration_seconds` |
  * | `janus.calls` | counter | `outcome`, `tool` (catalog name or `other`), `connection` | `janus_calls_total` |
  * | `janus.calls.active` | gauge | | `janus_calls_active` |
- * | `janus.admission.refusals` | counter | `reason` (unauthenticated, forbidden, rate_limited, shed) | `janus_admission_refusals_total` |
+ * | `janus.admission.refusals` | counter | `reason` (unauthenticated, denied, rate_limited, error), as the audit row | `janus_admission_refusals_total` |
  * | `janus.breaker.state` | gauge | `connection` (0 closed, 1 half-open, 2 open) | `janus_breaker_state` |
  * | `janus.cache.lookups` | counter | `cache`, `result` (hit, miss) | `janus_cache_lookups_total` |
  * | `janus.event_log.flush.size` | histogram | | `janus_event_log_flush_size` |
@@ -71,7 +71,7 @@
  * @since 0.1.0
  */
 import { Metrics as SseMetrics } from "@janus/sse"
-import { auditDropped, eventLogDropped } from "@janus/storage"
+import { auditDropped, type AuditOutcome, eventLogDropped } from "@janus/storage"
 import { Clock, Context, Effect, Metric } from "effect"
 import { cut, MAX_LABEL } from "./ClientText.ts"
 import * as Exemplars from "./Exemplars.ts"
@@ -286,16 +286,8 @@ export const httpActive = (context: Context.Context<never>, method: string, delt
 // tools/call
 // -----------------------------------------------------------------------------
 
-/** Every outcome of a tools/call attempt (the audit record's). */
-export type CallOutcome =
-  | "ok"
-  | "error"
-  | "denied"
-  | "invalid"
-  | "rate_limited"
-  | "shed"
-  | "breaker_open"
-  | "timeout"
+/** Every outcome of a call attempt: the audit record's (`calls/CallOutcome.ts` classifies). */
+export type CallOutcome = Exclude<AuditOutcome, "unauthenticated" | "refused">
 
 const callCounters = seriesOf((tool, connection, outcome) => counter(calls.id, { outcome, tool, connection }))
 
@@ -366,7 +358,7 @@ export const callActive = (context: Context.Context<never>, delta: number): void
 // -----------------------------------------------------------------------------
 
 /** Why admission refused a request. */
-export type RefusalReason = "unauthenticated" | "forbidden" | "rate_limited" | "shed"
+export type RefusalReason = Extract<AuditOutcome, "unauthenticated" | "denied" | "rate_limited" | "error">
 
 const refusalByReason = seriesOf((reason) => counter(admissionRefusals.id, { reason }))
 
@@ -448,7 +440,7 @@ export const initialize = (context: Context.Context<never>): void => {
   for (const reason of ["coalesced", "overflow", "replay", "blocked"] as const) {
     SseMetrics.droppedFor(reason).updateUnsafe(0, slim(context))
   }
-  for (const reason of ["unauthenticated", "forbidden", "rate_limited", "shed"] as const) {
+  for (const reason of ["unauthenticated", "denied", "rate_limited", "error"] as const) {
     refusalByReason(reason).updateUnsafe(0, slim(context))
   }
   auditDropped.updateUnsafe(0, slim(context))
