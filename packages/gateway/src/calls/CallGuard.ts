@@ -46,6 +46,7 @@ import { Cause, Clock, Effect, Exit, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
 import { JanusConfig } from "../config/JanusConfig.ts"
 import * as StreamPermits from "../http/StreamPermits.ts"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type * as Caller from "../mcp/Caller.ts"
 import { AdmissionRefused, type AdmissionRequest, McpGuard } from "../mcp/Guard.ts"
 import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
@@ -67,9 +68,6 @@ export const IDENTITY_PERMIT_SHARE = 0.5
 
 /** Permits one identity may hold under a cap of `max` (at least one). */
 export const identityPermits = (max: number): number => Math.max(1, Math.ceil(max * IDENTITY_PERMIT_SHARE))
-
-/** JSON-RPC code of a gateway refusal (SPEC: every refusal is a clear JSON-RPC error). */
-const REFUSED = -32000
 
 const bucketOf = (cause: Cause.Cause<unknown>): string | null => {
   const error = Cause.findErrorOption(cause)
@@ -165,7 +163,7 @@ export const layer: Layer.Layer<McpGuard, never, JanusConfig | CallAudit | Admis
           Effect.onExit((exit) => {
             const outcome = CallOutcome.ofExit(exit)
             if (Exit.isFailure(exit) && record.status === null && outcome !== "error" && outcome !== "invalid") {
-              record.status = REFUSED
+              record.status = ErrorCode.refused
             }
             if (Exit.isFailure(exit)) record.bucket = bucketOf(exit.cause)
             else if (record.bytesOut === 0) record.bytesOut = sizeOf(exit.value)

@@ -23,8 +23,8 @@
  * @since 0.1.0
  */
 import { Cause, Exit, Option } from "effect"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type { AdmissionRefused } from "../mcp/Guard.ts"
-import { ErrorCode } from "../mcp/Protocol.ts"
 import type { CallOutcome, RefusalReason } from "../observability/Metrics.ts"
 
 export type { CallOutcome, RefusalReason } from "../observability/Metrics.ts"

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import { InvalidToolArguments, ToolCallRefused } from "../mcp/ToolCatalog.ts"
 
 export const UpstreamErrorKind = Schema.Literals([
@@ -51,13 +52,12 @@ export const unavailable = (connection: string, detail: string, status?: number)
   new UpstreamError({ connection, kind: "unavailable", detail, ...(status === undefined ? {} : { status }) })
 
 /** JSON-RPC Invalid Params: the upstream judged the arguments. */
-const INVALID_PARAMS = -32602
 
 /** The catalog error for a failed upstream call. */
 export const toCallError = (tool: string, error: UpstreamError): ToolCallRefused | InvalidToolArguments => {
   switch (error.kind) {
     case "rpc":
-      if (error.code === INVALID_PARAMS) return new InvalidToolArguments({ name: tool, detail: error.detail })
+      if (error.code === ErrorCode.invalidParams) return new InvalidToolArguments({ name: tool, detail: error.detail })
       return new ToolCallRefused({ name: tool, reason: "unavailable", detail: error.message })
     case "timeout":
       return new ToolCallRefused({ name: tool, reason: "timeout", detail: error.message })

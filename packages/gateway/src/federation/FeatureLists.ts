@@ -19,6 +19,7 @@
  * @since 0.1.0
  */
 import { type Duration, Effect, Predicate } from "effect"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type { UpstreamError } from "./Errors.ts"
 import { type Params } from "./upstream/Wire.ts"
 import type { UpstreamSession } from "./UpstreamClient.ts"
@@ -30,8 +31,6 @@ export interface FeatureLists {
 }
 
 export const empty: FeatureLists = { resources: [], templates: [], prompts: [] }
-
-const METHOD_NOT_FOUND = -32601
 
 /** The items of every page of a list (at most 100 pages), until `max` items are kept. */
 const collect = <A>(
@@ -55,7 +54,7 @@ const collect = <A>(
     return items
   })
 
-const isMethodNotFound = (error: UpstreamError) => error.kind === "rpc" && error.code === METHOD_NOT_FOUND
+const isMethodNotFound = (error: UpstreamError) => error.kind === "rpc" && error.code === ErrorCode.methodNotFound
 
 const fetchAll = (
   session: UpstreamSession,

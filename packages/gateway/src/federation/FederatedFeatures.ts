@@ -43,8 +43,9 @@
 import type { ConfigCache, ConfigSnapshot } from "@janus/storage"
 import { Duration, Effect, Option, Predicate, PubSub, Stream } from "effect"
 import { CurrentCall } from "../calls/CallRecord.ts"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type { Caller } from "../mcp/Caller.ts"
-import { type ChangeKind, type FeatureCapabilities, Features, RESOURCE_NOT_FOUND, type Route } from "../mcp/Features.ts"
+import { type ChangeKind, type FeatureCapabilities, Features, type Route } from "../mcp/Features.ts"
 import { ProtocolError } from "../mcp/JsonRpc.ts"
 import { Meta } from "../mcp/Protocol.ts"
 import { ToolCallRefused } from "../mcp/ToolCatalog.ts"
@@ -70,11 +71,10 @@ const clean = (result: Params): Params => {
 }
 
 /** JSON-RPC Internal error: an upstream's is not relayed as such (see the rules). */
-const INTERNAL_ERROR = -32603
 
 const notFound = (uri: string): ProtocolError =>
   new ProtocolError({
-    code: RESOURCE_NOT_FOUND,
+    code: ErrorCode.resourceNotFound,
     message: `Resource ${
       ClientText.quoted(uri)
     } not found: no upstream in this view lists it or has a template matching it; call resources/list and resources/templates/list`,
@@ -125,7 +125,7 @@ export const make = Effect.fnUntraced(function*(
     (label: string, u: Upstream) => (error: UpstreamError): Effect.Effect<never, ProtocolError | ToolCallRefused> => {
       // the upstream's own internal error is the upstream's failure, refused as for tools/call: relayed as
       // -32603 a client would take it for the gateway's
-      if (error.kind === "rpc" && error.code !== undefined && error.code !== INTERNAL_ERROR) {
+      if (error.kind === "rpc" && error.code !== undefined && error.code !== ErrorCode.internalError) {
         return Effect.fail(
           new ProtocolError({
             code: error.code,

@@ -24,9 +24,9 @@ import { ConfigCache, type ConfigSnapshot, type VirtualServer } from "@janus/sto
 import { Context, Effect, Layer } from "effect"
 import { Admission } from "../auth/index.ts"
 import { quoteUri } from "../http/RequestFraming.ts"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type { Caller } from "../mcp/Caller.ts"
 import { ProtocolError } from "../mcp/JsonRpc.ts"
-import { ErrorCode } from "../mcp/Protocol.ts"
 import { type Tool, ToolCallRefused, ToolCatalog, ToolNotFound } from "../mcp/ToolCatalog.ts"
 import { exposedName, ORIGIN_META, type ToolOrigin } from "./FederatedCatalog.ts"
 

@@ -31,6 +31,7 @@ import { Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
 import { JanusConfig } from "../config/JanusConfig.ts"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 
 /** Paths answered whatever the Host. */
 export const UNCHECKED_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"])
@@ -104,7 +105,7 @@ const refusal = (path: string, host: string): HttpServerResponse.HttpServerRespo
   const headers = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
   const mcp = isMcpPath(path)
   return mcp ?
-    HttpServerResponse.jsonUnsafe({ jsonrpc: "2.0", id: null, error: { code: -32600, message } }, {
+    HttpServerResponse.jsonUnsafe({ jsonrpc: "2.0", id: null, error: { code: ErrorCode.invalidRequest, message } }, {
       status: 403,
       headers
     }) :

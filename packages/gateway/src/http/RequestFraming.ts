@@ -25,6 +25,7 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import { isMcpPath } from "./HostCheck.ts"
 
 /** Longest URI (path and query, as on the request line) served, in characters: 8 KiB. */
@@ -63,7 +64,7 @@ const refusal = (
 ): HttpServerResponse.HttpServerResponse => {
   const all = { "cache-control": "no-store", "x-content-type-options": "nosniff", ...headers }
   return isMcpPath(path) ?
-    HttpServerResponse.jsonUnsafe({ jsonrpc: "2.0", id: null, error: { code: -32600, message } }, {
+    HttpServerResponse.jsonUnsafe({ jsonrpc: "2.0", id: null, error: { code: ErrorCode.invalidRequest, message } }, {
       status,
       headers: all
     }) :

@@ -29,6 +29,7 @@
  * @since 0.1.0
  */
 import { Effect, Option, Predicate, Stream } from "effect"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import * as ClientText from "../observability/ClientText.ts"
 import { ProtocolError, type ResultJson } from "./JsonRpc.ts"
 import { type RelayHooks, RelayRefused } from "./Relay.ts"
@@ -86,7 +87,7 @@ export const setLevel = (
     Effect.as("{}"),
     Effect.mapError(() =>
       new ProtocolError({
-        code: -32603,
+        code: ErrorCode.internalError,
         message: "The session store is unavailable; retry logging/setLevel shortly",
         status: 503
       })
@@ -97,7 +98,7 @@ export const setLevel = (
 const REQUEST_PREFIX = "janus."
 const replyStream = (requestId: string) => `reply.${requestId}`
 
-const refused = (message: string) => new RelayRefused({ code: -32603, message })
+const refused = (message: string) => new RelayRefused({ code: ErrorCode.internalError, message })
 
 /** The result of a client's JSON-RPC response (parsed, or as stored), or the refusal it carries. */
 export const outcomeOf = (data: unknown): Effect.Effect<Readonly<Record<string, unknown>>, RelayRefused> => {
@@ -117,7 +118,7 @@ export const outcomeOf = (data: unknown): Effect.Effect<Readonly<Record<string, 
   if (Predicate.isReadonlyObject(error)) {
     return Effect.fail(
       new RelayRefused({
-        code: typeof error.code === "number" ? error.code : -32603,
+        code: typeof error.code === "number" ? error.code : ErrorCode.internalError,
         message: typeof error.message === "string" ? error.message : "the client refused the request"
       })
     )

@@ -40,13 +40,13 @@
  * @since 0.1.0
  */
 import { Effect, Option, Predicate } from "effect"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import * as ClientText from "../observability/ClientText.ts"
 import * as Cursor from "./Cursor.ts"
 import type { CallContext } from "./Dispatcher.ts"
 import { type FeatureCapabilities, type FeatureKind, Features, type Route, ROUTED_METHODS } from "./Features.ts"
 import type { McpGuard } from "./Guard.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
-import { ErrorCode } from "./Protocol.ts"
 import { ToolCallRefused } from "./ToolCatalog.ts"
 
 const LISTS: Readonly<Record<string, readonly [FeatureKind, string]>> = {

@@ -75,9 +75,6 @@ export interface Route {
   readonly run: Effect.Effect<Readonly<Record<string, unknown>>, ProtocolError | ToolCallRefused>
 }
 
-/** JSON-RPC "Resource not found" (MCP 2025-11-25). */
-export const RESOURCE_NOT_FOUND = -32002
-
 /** @since 0.1.0 */
 export class Features extends Context.Service<Features, {
   readonly capabilities: (caller: Caller) => Effect.Effect<FeatureCapabilities>

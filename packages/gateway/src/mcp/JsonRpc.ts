@@ -21,8 +21,8 @@
  */
 import { Data, Exit, Option, Predicate } from "effect"
 import type { McpSchema } from "effect/ai"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import { echoed } from "../observability/ClientText.ts"
-import { ErrorCode } from "./Protocol.ts"
 
 /** A JSON-RPC request id. */
 export type RequestId = McpSchema.RequestId

@@ -41,6 +41,7 @@ import {
   Stream
 } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { type CallContext, Dispatcher } from "./Dispatcher.ts"
@@ -58,7 +59,7 @@ import {
   ProtocolError
 } from "./JsonRpc.ts"
 import { ListChangedSignals } from "./ListChanged.ts"
-import { accepts, ErrorCode, Header, isStatefulVersion, LATEST_STATEFUL_VERSION } from "./Protocol.ts"
+import { accepts, Header, isStatefulVersion, LATEST_STATEFUL_VERSION } from "./Protocol.ts"
 import { newSessionId } from "./Sessions.ts"
 import * as SessionSubscriptions from "./SessionSubscriptions.ts"
 import * as Sse from "./Sse.ts"

@@ -1,5 +1,5 @@
 /**
- * MCP protocol revisions, header names, `_meta` keys and error codes, and the
+ * MCP protocol revisions, header names and `_meta` keys, and the
  * small pure rules that depend only on them.
  *
  * **Spec rules**
@@ -16,13 +16,11 @@
  *   use the `=?base64?…?=` sentinel, decoded before comparison (2026-07-28,
  *   "Value Encoding"); header values are compared after removing optional
  *   whitespace (RFC 9110 §5.5) and case-sensitively.
- * - Error codes: JSON-RPC's, plus `-32020` HeaderMismatch, `-32021`
- *   MissingRequiredClientCapability and `-32022` UnsupportedProtocolVersion.
+ * - Error codes are `jsonrpc/ErrorCode.ts`'s table.
  *
  * @since 0.1.0
  */
-// deep imports: the `effect/ai` index also loads the language-model modules (about 30 more at start-up)
-import * as McpSchema from "effect/ai/McpSchema"
+// a deep import: the `effect/ai` index also loads the language-model modules (about 30 more at start-up)
 import * as McpServer from "effect/ai/McpServer"
 
 /** The current, stateless revision. */
@@ -85,28 +83,6 @@ export const Meta = {
   serverInfo: "io.modelcontextprotocol/serverInfo",
   subscriptionId: "io.modelcontextprotocol/subscriptionId",
   logLevel: "io.modelcontextprotocol/logLevel"
-} as const
-
-// ---------------------------------------------------------------------------
-// Error codes
-// ---------------------------------------------------------------------------
-
-/** @since 0.1.0 */
-export const ErrorCode = {
-  parseError: McpSchema.PARSE_ERROR_CODE,
-  invalidRequest: McpSchema.INVALID_REQUEST_ERROR_CODE,
-  methodNotFound: McpSchema.METHOD_NOT_FOUND_ERROR_CODE,
-  invalidParams: McpSchema.INVALID_PARAMS_ERROR_CODE,
-  internalError: McpSchema.INTERNAL_ERROR_CODE,
-  headerMismatch: McpSchema.HEADER_MISMATCH_ERROR_CODE,
-  missingRequiredClientCapability: -32021,
-  unsupportedProtocolVersion: McpSchema.UNSUPPORTED_PROTOCOL_VERSION_ERROR_CODE,
-  /** Implementation-defined (JSON-RPC server error range): the gateway refused the call. */
-  refused: -32000,
-  /** Implementation-defined: the `Mcp-Session-Id` names no live session (used with HTTP 404). */
-  sessionNotFound: -32001,
-  /** MCP: `resources/read` of a URI no server has. */
-  resourceNotFound: -32002
 } as const
 
 // ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@
  */
 import { Effect, Exit, Fiber, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
 import { ROUTED_METHODS } from "./Features.ts"
@@ -39,7 +40,7 @@ import {
   type RequestMessage,
   type ResultJson
 } from "./JsonRpc.ts"
-import { acceptsBatches, ErrorCode } from "./Protocol.ts"
+import { acceptsBatches } from "./Protocol.ts"
 import { type McpSession, McpSessionStore } from "./Sessions.ts"
 import { sessionHeaders } from "./StatefulSession.ts"
 

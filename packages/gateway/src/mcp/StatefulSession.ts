@@ -23,19 +23,13 @@
  */
 import { Clock, Effect, Exit, Option, Predicate } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import * as ClientText from "../observability/ClientText.ts"
 import type { Caller } from "./Caller.ts"
 import { Dispatcher } from "./Dispatcher.ts"
 import * as HttpReply from "./HttpReply.ts"
 import { encodeResult, ProtocolError, type RequestMessage } from "./JsonRpc.ts"
-import {
-  ErrorCode,
-  Header,
-  headerValue,
-  isStatefulVersion,
-  LATEST_STATEFUL_VERSION,
-  STATEFUL_VERSIONS
-} from "./Protocol.ts"
+import { Header, headerValue, isStatefulVersion, LATEST_STATEFUL_VERSION, STATEFUL_VERSIONS } from "./Protocol.ts"
 import { type McpSession, McpSessionStore, newSessionId } from "./Sessions.ts"
 
 // the store's `lastSeenAt` drives expiry; writing it on every request would cost a round trip each

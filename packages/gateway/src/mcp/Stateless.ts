@@ -44,6 +44,7 @@
  */
 import { Cause, Deferred, type Duration, Effect, Exit, Option, Predicate, Queue, type Scope, Stream } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import * as ClientText from "../observability/ClientText.ts"
 import type { Caller } from "./Caller.ts"
 import * as ClientRelay from "./ClientRelay.ts"
@@ -67,7 +68,6 @@ import { ListChangedSignals } from "./ListChanged.ts"
 import { checkParamHeaders } from "./ParamHeaders.ts"
 import {
   decodeHeaderValue,
-  ErrorCode,
   Header,
   headerValue,
   Meta,

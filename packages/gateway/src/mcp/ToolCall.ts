@@ -29,13 +29,14 @@
  * @since 0.1.0
  */
 import { Effect, Predicate } from "effect"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import * as ClientText from "../observability/ClientText.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import type { CallContext } from "./Dispatcher.ts"
 import type { McpGuard } from "./Guard.ts"
 import * as InputRequired from "./InputRequired.ts"
 import { describeValue, ProtocolError, type ResultJson } from "./JsonRpc.ts"
-import { ErrorCode, Meta } from "./Protocol.ts"
+import { Meta } from "./Protocol.ts"
 import { UpstreamRelay } from "./Relay.ts"
 import {
   type CallToolResult,

@@ -42,6 +42,7 @@ import { AuditLog, EventLog } from "@janus/storage"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Exit, Latch, Layer, Option, Scope, Stream } from "effect"
 import { HttpBody, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { JanusConfig } from "../config/JanusConfig.ts"
+import { ErrorCode } from "../jsonrpc/ErrorCode.ts"
 import * as Metrics from "./Metrics.ts"
 
 /** Settings of a drain. */
@@ -315,7 +316,7 @@ export const refusal = (
     HttpServerResponse.jsonUnsafe({
       jsonrpc: "2.0",
       id: null,
-      error: { code: -32000, message, data: { reason: "draining", retryAfterMs: retryAfterSeconds * 1000 } }
+      error: { code: ErrorCode.refused, message, data: { reason: "draining", retryAfterMs: retryAfterSeconds * 1000 } }
     }, { status: 503, headers }) :
     HttpServerResponse.jsonUnsafe({ error: { code: "draining", message } }, { status: 503, headers })
 }

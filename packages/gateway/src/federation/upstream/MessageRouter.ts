@@ -27,6 +27,7 @@
  * @since 0.1.0
  */
 import { Cause, Deferred, Effect, Exit, Option, Predicate, type Scope } from "effect"
+import { ErrorCode } from "../../jsonrpc/ErrorCode.ts"
 import { answerWithoutClient, capabilityOf, type RelayHooks } from "../../mcp/Relay.ts"
 import type { UpstreamError } from "../Errors.ts"
 import type { RequestOptions, SessionEvent } from "./Session.ts"
@@ -70,7 +71,7 @@ export const make = (options: {
     if (message.method === "ping") return Effect.succeed({})
     const capability = capabilityOf(message.method)
     if (capability === undefined) {
-      return Effect.fail({ code: -32601, message: `Method not found: ${message.method}` })
+      return Effect.fail({ code: ErrorCode.methodNotFound, message: `Method not found: ${message.method}` })
     }
     const declared = relay?.clientCapabilities?.[capability]
     if (relay?.request !== undefined && Predicate.isReadonlyObject(declared)) {
@@ -81,7 +82,7 @@ export const make = (options: {
     const answer = answerWithoutClient(message.method)
     if (answer !== undefined) return Effect.succeed(answer)
     return Effect.fail({
-      code: -32601,
+      code: ErrorCode.methodNotFound,
       message: `the client behind the Janus gateway cannot answer ${message.method}`
     })
   }
@@ -91,7 +92,7 @@ export const make = (options: {
       ? Wire.encodeResponse(id, { result: outcome.value })
       : Wire.encodeResponse(id, {
         error: Option.match(Cause.findErrorOption(outcome.cause), {
-          onNone: () => ({ code: -32603, message: "the gateway could not relay the request" }),
+          onNone: () => ({ code: ErrorCode.internalError, message: "the gateway could not relay the request" }),
           onSome: (e) => ({ code: e.code, message: e.message })
         })
       })

@@ -30,6 +30,7 @@
 import { Duration, Effect, Predicate, Stream } from "effect"
 import * as Sse from "effect/encoding/Sse"
 import type { HttpClientResponse } from "effect/http"
+import { ErrorCode } from "../../jsonrpc/ErrorCode.ts"
 import { headerBindingsOf } from "../../mcp/ToolList.ts"
 import type { InjectedSecrets } from "../../redaction/InjectedSecrets.ts"
 import { unavailable, UpstreamError } from "../Errors.ts"
@@ -101,7 +102,7 @@ export const parseMessages = (text: string, injected?: InjectedSecrets): Readonl
 /** A JSON-RPC error answer as an `UpstreamError` of kind `rpc`. */
 export const rpcError = (connection: string, error: unknown, status?: number): UpstreamError => {
   const record = Predicate.isReadonlyObject(error) ? error : {}
-  const code = typeof record.code === "number" ? record.code : -32603
+  const code = typeof record.code === "number" ? record.code : ErrorCode.internalError
   const message = typeof record.message === "string" ? record.message.slice(0, 500) : "error without a message"
   return new UpstreamError({
     connection,
